@@ -23,8 +23,7 @@ export function isHex(text: unknown, length?: number): text is string {
 /** Decodes lowercase hex; `invalid_hex` for anything else (uppercase, odd length, other characters). */
 export function fromHex(text: string, what = "hex"): Uint8Array {
   if (!isHex(text)) {
-    text = String(text);
-    const shown = text.length > 80 ? `${text.slice(0, 80)}...` : text;
+    const shown = String(text).slice(0, 80);
     throw new ProtocolError(
       "invalid_hex",
       `Cannot decode ${what}: not even-length lowercase hex: "${shown}"`,

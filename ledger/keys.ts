@@ -1,0 +1,148 @@
+/**
+ * Account keys (PROTOCOL §2). A seed is 32 random bytes kept as 64 lowercase hex characters in a key file of
+ * mode 0600; the secp256k1 private scalar is `sha256(ascii(seed_hex))`, the hash of the hex *text*; the
+ * account id is the 33-byte compressed public key as 66 lowercase hex characters.
+ *
+ * @example
+ * ```ts
+ * import { createKeyFile, loadKeyFile } from "./keys.ts";
+ * await createKeyFile("/tmp/home/account.key");
+ * const key = await loadKeyFile("/tmp/home/account.key");
+ * console.log(key.accountId); // "02…" or "03…", 66 hex characters
+ * ```
+ */
+import * as secp from "@noble/secp256k1";
+import { hmac } from "@noble/hashes/hmac.js";
+import { sha256 as nobleSha256 } from "@noble/hashes/sha2.js";
+import { sha256 } from "../core/digest.ts";
+import { ProtocolError } from "../core/errors.ts";
+import { fromHex, isHex, toHex } from "../core/hex.ts";
+
+secp.hashes.sha256 = nobleSha256;
+secp.hashes.hmacSha256 = (key: Uint8Array, msg: Uint8Array) => hmac(nobleSha256, key, msg);
+
+/** The secp256k1 group order n. */
+export const CURVE_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/** An account key pair derived from a seed. The seed and scalar never leave this object except to sign. */
+export interface AccountKey {
+  /** The 66-hex compressed public key: the account id. */
+  readonly accountId: string;
+  /** The 33-byte compressed public key. */
+  readonly publicKey: Uint8Array;
+  /** The 32-byte private scalar (secret). */
+  readonly privateKey: Uint8Array;
+}
+
+/** Derives the key pair of a 64-hex seed; `invalid_key` for a malformed seed or an out-of-range scalar. */
+export function keyFromSeed(seedHex: string): AccountKey {
+  if (!isHex(seedHex, 64)) {
+    throw new ProtocolError(
+      "invalid_key",
+      `Cannot use seed: expected 64 lowercase hex characters, got ${String(seedHex).length}`,
+    );
+  }
+  const privateKey = sha256(new TextEncoder().encode(seedHex));
+  const scalar = BigInt("0x" + toHex(privateKey));
+  if (scalar === 0n || scalar >= CURVE_ORDER) {
+    throw new ProtocolError("invalid_key", "Cannot use seed: its scalar is 0 or not below the curve order");
+  }
+  const publicKey = secp.getPublicKey(privateKey, true);
+  return { accountId: toHex(publicKey), publicKey, privateKey };
+}
+
+/** A fresh random seed as 64 lowercase hex characters. */
+export function newSeed(): string {
+  for (;;) {
+    const seed = toHex(crypto.getRandomValues(new Uint8Array(32)));
+    try {
+      keyFromSeed(seed);
+      return seed;
+    } catch {
+      // A scalar out of range has probability ~2^-128; draw again.
+    }
+  }
+}
+
+/**
+ * Writes a new seed to `path` with mode 0600 and returns its key. Refuses to overwrite an existing file
+ * (`key_exists`); creates missing parent directories.
+ */
+export async function createKeyFile(path: string, seedHex: string = newSeed()): Promise<AccountKey> {
+  const key = keyFromSeed(seedHex);
+  const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : ".";
+  if (parent) await Deno.mkdir(parent, { recursive: true });
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(path, { write: true, createNew: true, mode: 0o600 });
+  } catch (e) {
+    if (e instanceof Deno.errors.AlreadyExists) {
+      throw new ProtocolError("key_exists", `Cannot create key file ${path}: it already exists`);
+    }
+    throw e;
+  }
+  try {
+    await file.write(new TextEncoder().encode(seedHex + "\n"));
+    await file.sync();
+  } finally {
+    file.close();
+  }
+  await Deno.chmod(path, 0o600); // `mode` on create is filtered by the umask; state it explicitly
+  return key;
+}
+
+/**
+ * Reads a key file: exactly 64 lowercase hex characters and an optional final newline, mode 0600 (no group
+ * or other bits). `invalid_key` otherwise, naming what is wrong but never the seed.
+ */
+export async function loadKeyFile(path: string): Promise<AccountKey> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      throw new ProtocolError("invalid_key", `Cannot read key file ${path}: it does not exist`);
+    }
+    throw e;
+  }
+  if (info.mode !== null && (info.mode & 0o077) !== 0) {
+    const mode = (info.mode & 0o777).toString(8);
+    throw new ProtocolError("invalid_key", `Cannot use key file ${path}: mode is 0${mode}, expected 0600`);
+  }
+  const text = await Deno.readTextFile(path);
+  const seed = text.endsWith("\n") ? text.slice(0, -1) : text;
+  if (!isHex(seed, 64)) {
+    throw new ProtocolError(
+      "invalid_key",
+      `Cannot use key file ${path}: expected 64 lowercase hex characters`,
+    );
+  }
+  return keyFromSeed(seed);
+}
+
+/** Parses a 66-hex compressed public key into bytes; `invalid_key` when it is not a point on the curve. */
+export function parseAccountId(accountId: unknown): Uint8Array {
+  if (!isHex(accountId, 66)) {
+    throw new ProtocolError("invalid_key", "Cannot use public key: expected 66 lowercase hex characters");
+  }
+  const bytes = fromHex(accountId);
+  if (bytes[0] !== 2 && bytes[0] !== 3) {
+    throw new ProtocolError("invalid_key", "Cannot use public key: not a compressed point (02 or 03 prefix)");
+  }
+  try {
+    secp.Point.fromBytes(bytes).assertValidity();
+  } catch {
+    throw new ProtocolError("invalid_key", `Cannot use public key ${accountId}: not a point on secp256k1`);
+  }
+  return bytes;
+}
+
+/** True when `accountId` is a valid 66-hex compressed secp256k1 public key. */
+export function isAccountId(accountId: unknown): accountId is string {
+  try {
+    parseAccountId(accountId);
+    return true;
+  } catch {
+    return false;
+  }
+}
