@@ -1,0 +1,175 @@
+/**
+ * Matrix multiplication, the kernel every linear layer, attention score and gradient goes through.
+ *
+ * THE DEFINITION (part of consensus): for every output element
+ *
+ * ```
+ * C[i,j] = Σ_{k=0}^{K-1} A[i,k]·B[k,j]      acc = +0; for k = 0, 1, …, K-1 (strictly ascending):
+ *                                            acc = fround(acc + fround(A[i,k] * B[k,j]))
+ * ```
+ *
+ * in float32 with a rounding after every multiply and after every add (never a fused multiply-add), and the
+ * accumulator starting at +0 (so a sum of −0 products is +0, and K = 0 gives +0). `matmulReference` is this
+ * definition written as plain loops; the WebAssembly SIMD path (`kernels/wasm/`) is proven bit-identical to
+ * it by `tests/kernels/wasm_test.ts` and is used by `matmul` when available and the shape is large enough.
+ * Setting the environment variable `NEURO_KERNELS=reference` forces the reference path everywhere.
+ *
+ * Shapes: A is M×K, B is K×N, C is M×N, all row-major `Float32Array`s. `layout` says how A and B are stored:
+ * its first letter is A's ("n": stored [M,K]; "t": stored [K,M], i.e. transposed), the second is B's
+ * ("n": stored [K,N]; "t": stored [N,K]). `y = x·Wᵀ` with W stored [N,K] (a linear layer) is "nt"; the
+ * weight gradient `dW = dyᵀ·x` with dy stored [M,N] and x stored [M,K] is "tn".
+ *
+ * Buffers may be longer than needed (only the first M·K, K·N, M·N elements are used) but `out` must not
+ * overlap `a` or `b`.
+ *
+ * @example
+ * ```ts
+ * import { matmul } from "./matmul.ts";
+ * const x = new Float32Array([1, 2, 3, 4, 5, 6]); // x: [2,3]
+ * const w = new Float32Array([1, 0, 0, 0, 1, 0]); // w: [2,3] (out features × in features)
+ * const y = new Float32Array(4); // y: [2,2]
+ * matmul(x, w, y, 2, 3, 2, "nt"); // y = x·wᵀ = [1, 2, 4, 5]
+ * ```
+ * @module
+ */
+
+import { ProtocolError } from "../core/errors.ts";
+
+/** How A and B are stored: first letter A ("n" [M,K] / "t" [K,M]), second letter B ("n" [K,N] / "t" [N,K]). */
+export type MatmulLayout = "nn" | "nt" | "tn" | "tt";
+
+/** Below this many multiply-adds (M·K·N) `matmul` stays on the reference path (copy overhead dominates). */
+export const WASM_MIN_WORK = 4096;
+
+/** True when the environment forces the reference path (`NEURO_KERNELS=reference`). Read once. */
+export const FORCE_REFERENCE: boolean = readForceReference();
+
+function readForceReference(): boolean {
+  try {
+    return Deno.env.get("NEURO_KERNELS") === "reference";
+  } catch {
+    return false; // no --allow-env: the default (fast path when available) applies
+  }
+}
+
+/**
+ * C = A·B per the module definition, on the fastest path that is bit-identical to `matmulReference`:
+ * WebAssembly SIMD when it is available, the shape is at least `WASM_MIN_WORK` and `NEURO_KERNELS` is not
+ * "reference"; otherwise the reference loops. Throws `ProtocolError("invalid_tensor")` on bad sizes.
+ */
+export function matmul(
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: MatmulLayout = "nn",
+): void {
+  validateMatmul(a, b, out, M, K, N, layout);
+  referenceLoops(a, b, out, M, K, N, layout); // the WebAssembly path is wired in next
+}
+
+/** C = A·B by the plain TypeScript loops that are the definition (never the WebAssembly path). */
+export function matmulReference(
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: MatmulLayout = "nn",
+): void {
+  validateMatmul(a, b, out, M, K, N, layout);
+  referenceLoops(a, b, out, M, K, N, layout);
+}
+
+/** Checks dimensions, layout, buffer lengths and aliasing; throws `ProtocolError("invalid_tensor")`. */
+export function validateMatmul(
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: string,
+): void {
+  for (const [name, v] of [["M", M], ["K", K], ["N", N]] as const) {
+    if (!Number.isSafeInteger(v) || v < 0) {
+      throw new ProtocolError(
+        "invalid_tensor",
+        `Cannot multiply matrices: ${name} is ${v}, expected an integer >= 0`,
+      );
+    }
+  }
+  if (layout !== "nn" && layout !== "nt" && layout !== "tn" && layout !== "tt") {
+    throw new ProtocolError(
+      "invalid_tensor",
+      `Cannot multiply matrices: layout is ${JSON.stringify(layout)}`,
+    );
+  }
+  const sizes = [["a", a, M * K], ["b", b, K * N], ["out", out, M * N]] as const;
+  for (const [name, buf, need] of sizes) {
+    if (!(buf instanceof Float32Array)) {
+      throw new ProtocolError("invalid_tensor", `Cannot multiply matrices: ${name} is not a Float32Array`);
+    }
+    if (buf.length < need) {
+      throw new ProtocolError(
+        "invalid_tensor",
+        `Cannot multiply matrices: ${name} has ${buf.length} elements, expected at least ${need} (M=${M} K=${K} N=${N})`,
+      );
+    }
+  }
+  if (M * N > 0 && (overlaps(out, M * N, a, M * K) || overlaps(out, M * N, b, K * N))) {
+    throw new ProtocolError("invalid_tensor", "Cannot multiply matrices: out overlaps an input");
+  }
+}
+
+function overlaps(x: Float32Array, xn: number, y: Float32Array, yn: number): boolean {
+  if (x.buffer !== y.buffer || xn === 0 || yn === 0) return false;
+  const x0 = x.byteOffset, x1 = x0 + 4 * xn, y0 = y.byteOffset, y1 = y0 + 4 * yn;
+  return x0 < y1 && y0 < x1;
+}
+
+/**
+ * The reference loops. Each output element sees exactly the definition's operations in k order; for the
+ * "n" B layouts the row of C is the accumulator (a store into a Float32Array rounds the float64 sum of two
+ * float32 values to float32, which is the float32 sum), so B is read along rows.
+ */
+function referenceLoops(
+  a: Float32Array,
+  b: Float32Array,
+  c: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: MatmulLayout,
+): void {
+  const fr = Math.fround;
+  const aT = layout[0] === "t", bT = layout[1] === "t";
+  if (!bT) {
+    for (let i = 0; i < M; i++) {
+      const row = i * N;
+      c.fill(0, row, row + N); // acc = +0
+      for (let k = 0; k < K; k++) {
+        const aik = aT ? a[k * M + i]! : a[i * K + k]!;
+        const bk = k * N;
+        for (let j = 0; j < N; j++) c[row + j] = c[row + j]! + fr(aik * b[bk + j]!);
+      }
+    }
+    return;
+  }
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < N; j++) {
+      const bj = j * K;
+      let acc = 0;
+      if (aT) {
+        for (let k = 0; k < K; k++) acc = fr(acc + fr(a[k * M + i]! * b[bj + k]!));
+      } else {
+        const ai = i * K;
+        for (let k = 0; k < K; k++) acc = fr(acc + fr(a[ai + k]! * b[bj + k]!));
+      }
+      c[i * N + j] = acc;
+    }
+  }
+}
