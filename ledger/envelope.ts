@@ -17,6 +17,7 @@
  * ```
  */
 import * as secp from "@noble/secp256k1";
+import { createPublicKey, type KeyObject, verify as nativeVerify } from "node:crypto";
 import {
   canonical,
   canonicalBytes,
@@ -29,7 +30,7 @@ import { id, sha256, sha256Hex } from "../core/digest.ts";
 import { reject, type Rejection } from "../core/errors.ts";
 import { fromHex, isHex, toHex } from "../core/hex.ts";
 import { MAX_TX_BYTES } from "../core/limits.ts";
-import { type AccountKey, CURVE_ORDER, parseAccountId } from "./keys.ts";
+import { type AccountKey, CURVE_ORDER, parseAccountId, publicKeyPem } from "./keys.ts";
 import { decodeDer, encodeDer } from "./der.ts";
 
 /** The fields every transaction body has, plus those of its kind. */
@@ -124,11 +125,14 @@ export function verifyEnvelope(value: unknown): { ok: true; value: VerifiedEnvel
     return reject("invalid_signature", "Cannot verify envelope: r or s is outside 1..n-1");
   }
   if (s > HALF_ORDER) return reject("invalid_signature", "Cannot verify envelope: signature is high-S");
-  const compact = new Uint8Array(64);
-  compact.set(bigToBytes(r), 0);
-  compact.set(bigToBytes(s), 32);
-  const digest = sha256(canonicalBytes(body));
-  const good = secp.verify(compact, digest, pub, { prehash: false, lowS: true });
+  // The shape, DER and low-S checks above are ours; the curve arithmetic is the runtime's native ECDSA
+  // (about 6x faster than the pure-JS verifier; tests cross-check the two on random and tampered inputs).
+  const good = nativeVerify(
+    "sha256",
+    canonicalBytes(body),
+    publicKeyObject(publicKey as string),
+    fromHex(signature),
+  );
   if (!good) {
     return reject(
       "invalid_signature",
@@ -152,6 +156,30 @@ export function decodeEnvelope(raw: Uint8Array): { ok: true; value: VerifiedEnve
     return reject((err.code ?? "invalid_json") as Rejection["code"], err.message);
   }
   return verifyEnvelope(value);
+}
+
+const keyCache = new Map<string, KeyObject>();
+
+/** The native public key of an account id, cached (bounded) because parsing it costs as much as verifying. */
+function publicKeyObject(accountId: string): KeyObject {
+  let key = keyCache.get(accountId);
+  if (!key) {
+    if (keyCache.size >= 4096) keyCache.clear();
+    key = createPublicKey(publicKeyPem(accountId));
+    keyCache.set(accountId, key);
+  }
+  return key;
+}
+
+/** The pure-JS verifier, kept as an independent reference for tests. */
+export function verifyWithNoble(envelope: Envelope): boolean {
+  const der = decodeDer(fromHex(envelope.signature));
+  if (!der.ok) return false;
+  const compact = new Uint8Array(64);
+  compact.set(bigToBytes(der.value.r), 0);
+  compact.set(bigToBytes(der.value.s), 32);
+  const digest = sha256(canonicalBytes(envelope.body));
+  return secp.verify(compact, digest, parseAccountId(envelope.public_key), { prehash: false, lowS: true });
 }
 
 function bytesToBig(bytes: Uint8Array): bigint {

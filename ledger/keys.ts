@@ -42,8 +42,12 @@ export function keyFromSeed(seedHex: string): AccountKey {
       `Cannot use seed: expected 64 lowercase hex characters, got ${String(seedHex).length}`,
     );
   }
-  const privateKey = sha256(new TextEncoder().encode(seedHex));
-  const scalar = BigInt("0x" + toHex(privateKey));
+  return keyFromScalar(sha256(new TextEncoder().encode(seedHex)));
+}
+
+/** The key pair of a 32-byte private scalar; `invalid_key` when it is 0 or not below the curve order. */
+export function keyFromScalar(privateKey: Uint8Array): AccountKey {
+  const scalar = privateKey.length === 32 ? BigInt("0x" + toHex(privateKey)) : 0n;
   if (scalar === 0n || scalar >= CURVE_ORDER) {
     throw new ProtocolError("invalid_key", "Cannot use seed: its scalar is 0 or not below the curve order");
   }
@@ -145,4 +149,14 @@ export function isAccountId(accountId: unknown): accountId is string {
   } catch {
     return false;
   }
+}
+
+/** DER prefix of a SubjectPublicKeyInfo for a compressed secp256k1 point (id-ecPublicKey, secp256k1). */
+const SPKI_PREFIX = "3036301006072a8648ce3d020106052b8104000a032200";
+
+/** The account's public key as a PEM SubjectPublicKeyInfo, for independent tools such as `openssl`. */
+export function publicKeyPem(accountId: string): string {
+  const der = fromHex(SPKI_PREFIX + toHex(parseAccountId(accountId)));
+  const b64 = btoa(String.fromCharCode(...der));
+  return `-----BEGIN PUBLIC KEY-----\n${b64.match(/.{1,64}/g)!.join("\n")}\n-----END PUBLIC KEY-----\n`;
 }

@@ -1,0 +1,54 @@
+/**
+ * What every task shares: strict argument parsing with `--help`, and one way to report failure. Errors
+ * print one line to stderr (`error: <message>`) and exit 2 for usage mistakes, 1 for everything else.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { ProtocolError } from "../core/errors.ts";
+
+/** A mistake in how the task was called: the message is followed by a hint to use --help. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/** Parses `args` strictly; unknown options and missing values are usage errors. */
+export function parse<O extends NonNullable<ParseArgsConfig["options"]>>(
+  args: string[],
+  options: O,
+): {
+  values: ReturnType<typeof parseArgs<{ options: O; allowPositionals: true; strict: true }>>["values"];
+  positionals: string[];
+} {
+  try {
+    const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
+    return { values, positionals };
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** Runs a task's main function, mapping errors to a one-line message and an exit code. */
+export async function runTask(name: string, main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}\nRun \`deno task ${name} --help\` for usage.`);
+      Deno.exit(2);
+    }
+    if (e instanceof ProtocolError) {
+      console.error(`error: ${e.message} (${e.code})`);
+      Deno.exit(1);
+    }
+    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+    Deno.exit(1);
+  }
+}
+
+/** The value of a required option, or a usage error naming it. */
+export function required(value: string | undefined, option: string): string {
+  if (value === undefined || value === "") throw new UsageError(`--${option} is required`);
+  return value;
+}
