@@ -1,6 +1,6 @@
 /**
- * NeuroShard for Deno as a library: canonical encoding, content ids, errors, the object store, keys and
- * signed envelopes, and typed workflow machines.
+ * NeuroShard for Deno as a library: canonical encoding, content ids, errors, the object store, account keys
+ * and signed envelopes, and typed workflow machines.
  *
  * @example
  * ```ts
@@ -15,3 +15,5 @@ export * from "./core/hex.ts";
 export * from "./core/hex_float.ts";
 export * from "./core/object_store.ts";
 export * from "./workflows/machine.ts";
+export * from "./ledger/keys.ts";
+export * from "./ledger/envelope.ts";
