@@ -109,9 +109,8 @@ export function verifyEnvelope(value: unknown): { ok: true; value: VerifiedEnvel
       `Cannot verify envelope: nonce is ${canonical(body.nonce)}, expected a non-negative integer`,
     );
   }
-  let pub: Uint8Array;
   try {
-    pub = parseAccountId(publicKey);
+    parseAccountId(publicKey);
   } catch (e) {
     return reject("invalid_key", `Cannot verify envelope: ${(e as Error).message}`);
   }
