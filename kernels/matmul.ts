@@ -34,6 +34,7 @@
  */
 
 import { ProtocolError } from "../core/errors.ts";
+import { wasmMatmul, wasmMatmulAvailable, wasmMatmulFits } from "./wasm/matmul_wasm.ts";
 
 /** How A and B are stored: first letter A ("n" [M,K] / "t" [K,M]), second letter B ("n" [K,N] / "t" [N,K]). */
 export type MatmulLayout = "nn" | "nt" | "tn" | "tt";
@@ -54,8 +55,8 @@ function readForceReference(): boolean {
 
 /**
  * C = A·B per the module definition, on the fastest path that is bit-identical to `matmulReference`:
- * WebAssembly SIMD when it is available, the shape is at least `WASM_MIN_WORK` and `NEURO_KERNELS` is not
- * "reference"; otherwise the reference loops. Throws `ProtocolError("invalid_tensor")` on bad sizes.
+ * WebAssembly SIMD when it is available, the shape is at least `WASM_MIN_WORK` (and fits 4 GiB of wasm
+ * memory) and `NEURO_KERNELS` is not "reference"; otherwise the reference loops. Throws `ProtocolError("invalid_tensor")` on bad sizes.
  */
 export function matmul(
   a: Float32Array,
@@ -67,7 +68,11 @@ export function matmul(
   layout: MatmulLayout = "nn",
 ): void {
   validateMatmul(a, b, out, M, K, N, layout);
-  referenceLoops(a, b, out, M, K, N, layout); // the WebAssembly path is wired in next
+  if (!FORCE_REFERENCE && M * K * N >= WASM_MIN_WORK && wasmMatmulAvailable() && wasmMatmulFits(M, K, N)) {
+    wasmMatmul(a, b, out, M, K, N, layout);
+  } else {
+    referenceLoops(a, b, out, M, K, N, layout);
+  }
 }
 
 /** C = A·B by the plain TypeScript loops that are the definition (never the WebAssembly path). */
