@@ -1,0 +1,163 @@
+/**
+ * The genesis document: chain id, start time, params, initial accounts and balances, validators with their
+ * owners and consensus keys, and the pinned model, codec and conformance vectors (filled in by later issues,
+ * `null` until then). Its identity is `id(genesis)`; a node refuses state created from another genesis.
+ *
+ * Params the ledger reads are checked here with their defaults; other keys of `params` (other lifecycles)
+ * are carried through untouched.
+ */
+import { isObject, type JsonObject, type JsonValue } from "../core/canonical.ts";
+import { id } from "../core/digest.ts";
+import { ProtocolError } from "../core/errors.ts";
+import { isAccountId } from "../ledger/keys.ts";
+import { isConsensusPublicKey } from "../ledger/consensus_key.ts";
+
+/** The params the ledger and its engine read (PROTOCOL §2-§4). */
+export interface LedgerParams {
+  /** Burned by every accepted transaction, in atoms. */
+  readonly fee: number;
+  /** Bonds are positive multiples of this; power = amount / bond_unit. */
+  readonly bond_unit: number;
+  /** Epoch boundaries are multiples of this height. */
+  readonly epoch_blocks: number;
+  /** A bond activates at the first epoch boundary at or after bonded height + this. */
+  readonly activation_blocks: number;
+  /** Blocks and milliseconds a removed validator waits before withdrawing. */
+  readonly evidence_blocks: number;
+  readonly evidence_ms: number;
+  /** Percentage of each training reward that is the verifier reward of its block. */
+  readonly verifier_share_percent: number;
+  /** The canonical bytes of one block are at most this. */
+  readonly max_block_bytes: number;
+  /** The proposer makes a block every this many milliseconds. */
+  readonly block_interval_ms: number;
+}
+
+/** Production defaults of the ledger params. */
+export const DEFAULT_LEDGER_PARAMS: LedgerParams = {
+  fee: 1_000,
+  bond_unit: 250_000,
+  epoch_blocks: 100,
+  activation_blocks: 10,
+  evidence_blocks: 100,
+  evidence_ms: 600_000,
+  verifier_share_percent: 20,
+  max_block_bytes: 8 * 1024 * 1024,
+  block_interval_ms: 1_000,
+};
+
+/** One initial account. */
+export interface GenesisAccount {
+  readonly id: string;
+  readonly balance: number;
+}
+
+/** One initial validator, active from height 0. */
+export interface GenesisValidator {
+  readonly owner: string;
+  readonly consensus_key: string;
+  readonly amount: number;
+}
+
+/** A parsed genesis document. */
+export interface Genesis {
+  readonly chain_id: string;
+  /** Milliseconds since the Unix epoch; the time of height 0. */
+  readonly genesis_time: number;
+  readonly params: LedgerParams & JsonObject;
+  readonly accounts: readonly GenesisAccount[];
+  readonly validators: readonly GenesisValidator[];
+  readonly model: JsonValue;
+  readonly codec: JsonValue;
+  readonly vectors: JsonValue;
+}
+
+const KEYS = ["accounts", "chain_id", "codec", "genesis_time", "model", "params", "validators", "vectors"];
+
+function bad(message: string): never {
+  throw new ProtocolError("invalid_value", `Cannot use genesis: ${message}`);
+}
+
+function atoms(value: unknown, what: string, min = 0): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    bad(`${what} is ${JSON.stringify(value)}, expected an integer >= ${min}`);
+  }
+  return value;
+}
+
+/** Checks a genesis value and returns it typed; `invalid_value` naming the first problem. */
+export function parseGenesis(value: JsonValue): Genesis {
+  if (!isObject(value)) bad("not an object");
+  for (const k of Object.keys(value)) if (!KEYS.includes(k)) bad(`unknown field ${k}`);
+  for (const k of KEYS) if (!Object.hasOwn(value, k)) bad(`missing field ${k}`);
+  const v = value;
+  if (typeof v.chain_id !== "string" || !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(v.chain_id)) {
+    bad(`chain_id is ${JSON.stringify(v.chain_id)}, expected 1-64 of [a-z0-9._-]`);
+  }
+  atoms(v.genesis_time, "genesis_time");
+  if (!isObject(v.params)) bad("params is not an object");
+  const params: JsonObject = { ...v.params };
+  for (const [k, d] of Object.entries(DEFAULT_LEDGER_PARAMS)) {
+    if (!Object.hasOwn(params, k)) params[k] = d;
+    atoms(
+      params[k],
+      `params.${k}`,
+      k === "evidence_blocks" || k === "evidence_ms" || k === "activation_blocks" ? 0 : 1,
+    );
+  }
+  if ((params.verifier_share_percent as number) > 100) bad("params.verifier_share_percent exceeds 100");
+  if (!Array.isArray(v.accounts)) bad("accounts is not an array");
+  const seen = new Set<string>();
+  let supply = 0;
+  const accounts = v.accounts.map((a, i): GenesisAccount => {
+    if (!isObject(a) || Object.keys(a).length !== 2 || !isAccountId(a.id)) {
+      bad(`accounts[${i}] is not {id, balance}`);
+    }
+    if (seen.has(a.id as string)) bad(`accounts[${i}] repeats ${a.id}`);
+    seen.add(a.id as string);
+    supply += atoms(a.balance, `accounts[${i}].balance`);
+    return { id: a.id as string, balance: a.balance as number };
+  });
+  if (!Array.isArray(v.validators) || v.validators.length === 0) bad("validators is not a non-empty array");
+  const keys = new Set<string>();
+  const validators = v.validators.map((x, i): GenesisValidator => {
+    if (
+      !isObject(x) || Object.keys(x).length !== 3 || !isAccountId(x.owner) ||
+      !isConsensusPublicKey(x.consensus_key)
+    ) {
+      bad(`validators[${i}] is not {owner, consensus_key, amount}`);
+    }
+    if (keys.has(x.consensus_key as string)) bad(`validators[${i}] repeats consensus key ${x.consensus_key}`);
+    keys.add(x.consensus_key as string);
+    const amount = atoms(x.amount, `validators[${i}].amount`, 1);
+    if (amount % (params.bond_unit as number) !== 0) {
+      bad(`validators[${i}].amount is not a multiple of bond_unit`);
+    }
+    supply += amount;
+    return { owner: x.owner as string, consensus_key: x.consensus_key as string, amount };
+  });
+  if (!Number.isSafeInteger(supply)) bad("the total supply is outside the safe range");
+  return {
+    chain_id: v.chain_id,
+    genesis_time: v.genesis_time as number,
+    params: params as LedgerParams & JsonObject,
+    accounts,
+    validators,
+    model: v.model!,
+    codec: v.codec!,
+    vectors: v.vectors!,
+  };
+}
+
+/** The genesis id: `id` of the document as written (before defaults are filled in). */
+export function genesisId(value: JsonValue): string {
+  return id(value);
+}
+
+/** The total supply at genesis: every balance plus every validator bond. */
+export function genesisSupply(genesis: Genesis): number {
+  let s = 0;
+  for (const a of genesis.accounts) s += a.balance;
+  for (const v of genesis.validators) s += v.amount;
+  return s;
+}

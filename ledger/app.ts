@@ -1,0 +1,244 @@
+/**
+ * The ledger application, with the interface named after ABCI 2.0 so that a CometBFT adapter can drive it
+ * later without touching the rules: `info`, `initChain`, `checkTx`, `prepareProposal`, `processProposal`,
+ * `finalizeBlock` (applies into an overlay, persists nothing), `commit` (persists) and `query` (read-only).
+ * Signature verification is cached by raw hash between `checkTx` and `finalizeBlock`.
+ *
+ * @example
+ * ```ts
+ * const app = LedgerApp.open(":memory:", genesisJson);
+ * const r = app.finalizeBlock({ chain_id, height: 1, time, prev_app_hash: app.info().app_hash, last_commit: [], txs });
+ * app.commit();
+ * ```
+ */
+import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
+import { ProtocolError, type Rejection } from "../core/errors.ts";
+import { decodeEnvelope, type Envelope, rawHash, type VerifiedEnvelope, verifyEnvelope } from "./envelope.ts";
+import {
+  type Genesis,
+  genesisId,
+  genesisSupply,
+  type LedgerParams,
+  parseGenesis,
+} from "../genesis/schema.ts";
+import { LedgerView, LedgerWriter } from "./state/accessors.ts";
+import { nextAppHash } from "./state/app_hash.ts";
+import { assertConserved, blockSums, type MoneySums, scanSums } from "./state/conservation.ts";
+import { Overlay } from "./state/overlay.ts";
+import { type ChainHead, LedgerStore, type TxResult } from "./state/store.ts";
+import { type Block, checkBlock } from "./block.ts";
+import { beginBlock } from "./boundary.ts";
+import { executeTx } from "./tx/execute.ts";
+import type { LedgerEnv } from "./tx/context.ts";
+import { answerQuery } from "./query.ts";
+
+/** Options of an application instance. */
+export interface AppOptions {
+  /** Test hook: rule overrides that make this node deliberately diverge (never set in production). */
+  readonly divergentParams?: Partial<LedgerParams>;
+  /** Test hook at the state layer, run after the transactions of every block (e.g. to credit rewards). */
+  readonly afterTransactions?: (state: LedgerWriter, env: LedgerEnv) => void;
+}
+
+/** The outcome of `finalizeBlock`. */
+export interface FinalizeResult {
+  readonly height: number;
+  readonly app_hash: string;
+  readonly results: TxResult[];
+  readonly tx_hashes: string[];
+}
+
+const SIG_CACHE_LIMIT = 200_000;
+
+/** The replicated ledger application of one node. */
+export class LedgerApp {
+  readonly store: LedgerStore;
+  readonly genesis: Genesis;
+  readonly genesisId: string;
+  readonly params: LedgerParams;
+  readonly #options: AppOptions;
+  #head: ChainHead;
+  #sums: MoneySums;
+  #pending:
+    | { block: Block; overlay: Overlay; head: ChainHead; sums: MoneySums; result: FinalizeResult }
+    | null = null;
+  readonly #verified = new Map<string, VerifiedEnvelope>();
+
+  private constructor(store: LedgerStore, genesisValue: JsonValue, options: AppOptions) {
+    this.store = store;
+    this.genesis = parseGenesis(genesisValue);
+    this.genesisId = genesisId(genesisValue);
+    this.params = { ...this.genesis.params, ...options.divergentParams };
+    this.#options = options;
+    const head = store.head();
+    if (head && head.genesis_id !== this.genesisId) {
+      throw new ProtocolError(
+        "genesis_mismatch",
+        `Cannot start node: the state was created with genesis ${head.genesis_id}, given ${this.genesisId}`,
+      );
+    }
+    this.#head = head ?? this.initChain();
+    this.#sums = scanSums(store);
+    assertConserved(this.#sums, this.#head.height);
+  }
+
+  /** Opens the state at `path` (":memory:" for tests) for `genesis`, initialising it when new. */
+  static open(path: string, genesis: JsonValue, options: AppOptions = {}): LedgerApp {
+    return new LedgerApp(new LedgerStore(path), genesis, options);
+  }
+
+  /** Chain facts: genesis id, height, app hash, time of the last committed block. */
+  info(): ChainHead & { chain_id: string } {
+    return { ...this.#head, chain_id: this.genesis.chain_id };
+  }
+
+  /** Writes the genesis state and commits height 0; app_hash[0] chains from the genesis id. */
+  private initChain(): ChainHead {
+    const overlay = new Overlay(this.store);
+    const state = new LedgerWriter(overlay);
+    const g = this.genesis;
+    for (const a of g.accounts) state.setAccount(a.id, { balance: a.balance, nonce: 0 });
+    for (const v of g.validators) {
+      state.setValidator({
+        owner: v.owner,
+        consensus_key: v.consensus_key,
+        amount: v.amount,
+        state: { status: "active" },
+        history: [[0, v.amount / g.params.bond_unit]],
+      });
+    }
+    state.setGenesisSupply(genesisSupply(g));
+    const changes = overlay.changes();
+    const head = {
+      genesis_id: this.genesisId,
+      height: 0,
+      app_hash: nextAppHash(this.genesisId, changes),
+      time: g.genesis_time,
+    };
+    this.store.commit(head, changes, null);
+    return head;
+  }
+
+  /** Decodes and verifies raw envelope bytes, reusing an earlier verification of the same bytes. */
+  verify(raw: Uint8Array): { ok: true; tx: VerifiedEnvelope; hash: string } | Rejection {
+    const hash = rawHash(raw);
+    const cached = this.#verified.get(hash);
+    if (cached) return { ok: true, tx: cached, hash };
+    const r = decodeEnvelope(raw);
+    if (!r.ok) return r;
+    this.#remember(hash, r.value);
+    return { ok: true, tx: r.value, hash };
+  }
+
+  #remember(hash: string, tx: VerifiedEnvelope): void {
+    if (this.#verified.size >= SIG_CACHE_LIMIT) this.#verified.delete(this.#verified.keys().next().value!);
+    this.#verified.set(hash, tx);
+  }
+
+  /** A fresh projection of the committed state for mempool admission. */
+  projection(): Overlay {
+    return new Overlay(this.store);
+  }
+
+  /** Admission check: applies `raw` to `projection` (which keeps it when accepted). */
+  checkTx(raw: Uint8Array, projection: Overlay, time: number): TxResult & { hash: string } {
+    const v = this.verify(raw);
+    const hash = rawHash(raw);
+    if (!v.ok) return { ok: false, code: v.code, message: v.message, hash };
+    const env = { height: this.#head.height + 1, time: Math.max(time, this.#head.time), params: this.params };
+    return { ...executeTx(v.tx, projection, env, this.genesis.chain_id), hash };
+  }
+
+  /** Picks envelopes (raw bytes, in order) that fit the block byte bound with room for the commit. */
+  prepareProposal(candidates: readonly Uint8Array[], reservedBytes: number): Envelope[] {
+    const txs: Envelope[] = [];
+    let size = reservedBytes;
+    for (const raw of candidates) {
+      if (size + raw.length + 1 > this.params.max_block_bytes) break;
+      const v = this.verify(raw);
+      if (!v.ok) continue;
+      txs.push(v.tx.envelope);
+      size += raw.length + 1;
+    }
+    return txs;
+  }
+
+  /** Checks a proposed block against the committed head without applying it. */
+  processProposal(block: unknown): { ok: true; block: Block } | Rejection {
+    return checkBlock(
+      block,
+      this.#head,
+      this.genesis.chain_id,
+      this.params.max_block_bytes,
+      new LedgerView(this.store),
+    );
+  }
+
+  /** Applies a block in memory: boundary rules, then each transaction; checks conservation; no persistence. */
+  finalizeBlock(value: unknown): FinalizeResult {
+    const checked = this.processProposal(value);
+    if (!checked.ok) throw new ProtocolError(checked.code, checked.message);
+    const block = checked.block;
+    const overlay = new Overlay(this.store);
+    const state = new LedgerWriter(overlay);
+    const env: LedgerEnv = { height: block.height, time: block.time, params: this.params };
+    beginBlock(state, env, block.last_commit.map((a) => a.consensus_key));
+    const results: TxResult[] = [];
+    const hashes: string[] = [];
+    for (const tx of block.txs) {
+      const raw = canonicalBytes(tx);
+      const hash = rawHash(raw);
+      hashes.push(hash);
+      let v = this.#verified.get(hash);
+      if (!v) {
+        const r = verifyEnvelope(tx);
+        if (!r.ok) {
+          results.push({ ok: false, code: r.code, message: r.message });
+          continue;
+        }
+        v = r.value;
+        this.#remember(hash, v);
+      }
+      results.push(executeTx(v, overlay, env, this.genesis.chain_id));
+    }
+    this.#options.afterTransactions?.(state, env);
+    const sums = blockSums(this.#sums, overlay);
+    assertConserved(sums, block.height);
+    const appHash = nextAppHash(this.#head.app_hash, overlay.changes());
+    const head = { genesis_id: this.genesisId, height: block.height, app_hash: appHash, time: block.time };
+    const result = { height: block.height, app_hash: appHash, results, tx_hashes: hashes };
+    this.#pending = { block, overlay, head, sums, result };
+    return result;
+  }
+
+  /** Persists the block applied by the last `finalizeBlock` and moves the head. */
+  commit(): ChainHead {
+    const p = this.#pending;
+    if (!p) throw new Error("Cannot commit: no block was finalized");
+    this.store.commit(p.head, p.overlay.changes(), {
+      block: p.block as unknown as JsonValue,
+      results: p.result.results,
+      txHashes: p.result.tx_hashes,
+    });
+    for (const h of p.result.tx_hashes) this.#verified.delete(h);
+    this.#head = p.head;
+    this.#sums = p.sums;
+    this.#pending = null;
+    return p.head;
+  }
+
+  /** Answers a read-only query path (`/account/<id>`, `/validators`, `/status`); null when unknown. */
+  query(path: string): JsonValue | null {
+    return answerQuery(path, new LedgerView(this.store), this.info());
+  }
+
+  /** Closes the state database. */
+  close(): void {
+    this.store.close();
+  }
+}
+
+/** The raw canonical bytes of an envelope (how a test or client broadcasts it). */
+export function rawOf(envelope: Envelope): Uint8Array {
+  return canonicalBytes(envelope);
+}

@@ -1,0 +1,44 @@
+/**
+ * Read-only queries (PROTOCOL §13): `/account/<id>`, `/validators`, `/status`. They receive a `LedgerView`,
+ * which has no write methods, so a query cannot change state.
+ */
+import type { JsonValue } from "../core/canonical.ts";
+import { hasPower } from "../workflows/validator.ts";
+import type { LedgerView } from "./state/accessors.ts";
+import type { ChainHead } from "./state/store.ts";
+import { isAccountId } from "./keys.ts";
+
+/** Answers `path` against `view`; null when the path is not a query. */
+export function answerQuery(
+  path: string,
+  view: LedgerView,
+  head: ChainHead & { chain_id: string },
+): JsonValue | null {
+  if (path === "/status") {
+    return {
+      chain_id: head.chain_id,
+      genesis_id: head.genesis_id,
+      height: head.height,
+      app_hash: head.app_hash,
+      time: head.time,
+    };
+  }
+  if (path === "/validators") {
+    return {
+      height: head.height,
+      validators: view.validators().map((v) => ({
+        consensus_key: v.consensus_key,
+        owner: v.owner,
+        amount: v.amount,
+        power: hasPower(v.state) ? view.powerAt(v.consensus_key, head.height) : 0,
+        state: v.state as unknown as JsonValue,
+      })),
+    };
+  }
+  const m = /^\/account\/([0-9a-f]{66})$/.exec(path);
+  if (m && isAccountId(m[1])) {
+    const a = view.account(m[1]!);
+    return { id: m[1]!, balance: a.balance, nonce: a.nonce, height: head.height };
+  }
+  return null;
+}
