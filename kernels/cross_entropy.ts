@@ -1,0 +1,115 @@
+/**
+ * Masked mean cross-entropy over logits, the per-row losses, and its gradient.
+ *
+ * Labels equal to −100 are ignored; every other label must be in [0, V), and at least one must be present.
+ * Per labelled row n (float32, sums ascending from +0): `m = max_j z_j`, `e_j = expf(z_j − m)`,
+ * `Z = Σ_j e_j`, `loss_n = fround(logf(Z) − fround(z_y − m))`; ignored rows have loss +0 and gradient +0.
+ * The mean loss is float64: `Σ loss_n` (rows ascending, float64) divided by the number of labelled rows
+ * `L`. Gradient: `dz_j = fround(fround(fround(e_j / Z) − [j = y]) / L)`.
+ *
+ * @example
+ * ```ts
+ * import { crossEntropyForward } from "./cross_entropy.ts";
+ * const r = crossEntropyForward(new Float32Array([0, 0]), new Int32Array([1]), 1, 2); // r.loss = log 2
+ * ```
+ */
+import { ProtocolError } from "../core/errors.ts";
+import { expf, logf } from "./math.ts";
+import { assertFinite } from "./tensor.ts";
+
+const fr = Math.fround;
+
+/** The label of a position that has no target. */
+export const IGNORE_INDEX = -100;
+
+/** The loss of a batch: the float64 mean, each row's float32 loss, and how many rows were labelled. */
+export interface CrossEntropyResult {
+  readonly loss: number;
+  readonly rowLosses: Float32Array; // rowLosses: [N]
+  readonly labelled: number;
+}
+
+function checkLabels(labels: Int32Array, V: number): number {
+  let labelled = 0;
+  for (let n = 0; n < labels.length; n++) {
+    const y = labels[n]!;
+    if (y === IGNORE_INDEX) continue;
+    if (y < 0 || y >= V) {
+      throw new ProtocolError(
+        "invalid_tensor",
+        `Cannot compute loss: label ${y} at ${n} is outside [0, ${V})`,
+      );
+    }
+    labelled++;
+  }
+  if (labelled === 0) throw new ProtocolError("invalid_tensor", "Cannot compute loss: every label is -100");
+  return labelled;
+}
+
+/** Fills e (one row's exponentials) and returns Z; m is the row's maximum. */
+function rowExp(z: Float32Array, o: number, V: number, e: Float32Array): { m: number; sum: number } {
+  let m = z[o]!;
+  for (let j = 1; j < V; j++) if (z[o + j]! > m) m = z[o + j]!;
+  let sum = 0;
+  for (let j = 0; j < V; j++) {
+    e[j] = expf(fr(z[o + j]! - m));
+    sum = fr(sum + e[j]!);
+  }
+  return { m, sum };
+}
+
+/** logits [N,V], labels [N] → mean loss and per-row losses. */
+export function crossEntropyForward(
+  logits: Float32Array,
+  labels: Int32Array,
+  N: number,
+  V: number,
+): CrossEntropyResult {
+  const labelled = checkLabels(labels, V);
+  const rowLosses = new Float32Array(N); // rowLosses: [N]
+  const e = new Float32Array(V); // e: [V]
+  let total = 0;
+  for (let n = 0; n < N; n++) {
+    const y = labels[n]!;
+    if (y === IGNORE_INDEX) continue;
+    const o = n * V;
+    const { m, sum } = rowExp(logits, o, V, e);
+    rowLosses[n] = fr(logf(sum) - fr(logits[o + y]! - m));
+    total += rowLosses[n]!;
+  }
+  assertFinite(rowLosses, "row losses");
+  return { loss: total / labelled, rowLosses, labelled };
+}
+
+/** The gradient of the mean loss with respect to the logits: [N,V]. */
+export function crossEntropyBackward(
+  logits: Float32Array,
+  labels: Int32Array,
+  N: number,
+  V: number,
+): Float32Array {
+  const labelled = checkLabels(labels, V);
+  const dz = new Float32Array(N * V); // dz: [N,V]
+  const e = new Float32Array(V); // e: [V]
+  for (let n = 0; n < N; n++) {
+    const y = labels[n]!;
+    if (y === IGNORE_INDEX) continue;
+    const o = n * V;
+    const { sum } = rowExp(logits, o, V, e);
+    for (let j = 0; j < V; j++) dz[o + j] = fr(fr(fr(e[j]! / sum) - (j === y ? 1 : 0)) / labelled);
+  }
+  assertFinite(dz, "logit gradient");
+  return dz;
+}
+
+/** Index of each row's largest value (the lowest index among equals): x [N,V] → [N]. */
+export function argmax(x: Float32Array, N: number, V: number): Int32Array {
+  assertFinite(x.subarray(0, N * V), "argmax input");
+  const out = new Int32Array(N); // out: [N]
+  for (let n = 0; n < N; n++) {
+    let best = 0;
+    for (let j = 1; j < V; j++) if (x[n * V + j]! > x[n * V + best]!) best = j;
+    out[n] = best;
+  }
+  return out;
+}

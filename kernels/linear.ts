@@ -1,0 +1,44 @@
+/**
+ * A linear layer without bias, y = x·Wᵀ with W stored [out, in] as in Hugging Face checkpoints. Every product
+ * goes through `matmul` (k ascending, float32 rounding after each multiply and add).
+ *
+ * @example
+ * ```ts
+ * import { linearForward } from "./linear.ts";
+ * const y = linearForward(new Float32Array([1, 2]), new Float32Array([1, 0, 0, 1, 1, 1]), 1, 2, 3); // [1, 2, 3]
+ * ```
+ */
+import { matmul } from "./matmul.ts";
+import { assertFinite } from "./tensor.ts";
+
+/** x [N,I], W [O,I] → y [N,O] = x·Wᵀ. */
+export function linearForward(
+  x: Float32Array,
+  w: Float32Array,
+  N: number,
+  I: number,
+  O: number,
+): Float32Array {
+  const y = new Float32Array(N * O); // y: [N,O]
+  matmul(x, w, y, N, I, O, "nt");
+  assertFinite(y, "linear output");
+  return y;
+}
+
+/** dy [N,O] → dx [N,I] = dy·W and dW [O,I] = dyᵀ·x (sums over the N positions ascending). */
+export function linearBackward(
+  dy: Float32Array,
+  x: Float32Array,
+  w: Float32Array,
+  N: number,
+  I: number,
+  O: number,
+): { dx: Float32Array; dw: Float32Array } {
+  const dx = new Float32Array(N * I); // dx: [N,I]
+  matmul(dy, w, dx, N, O, I, "nn");
+  const dw = new Float32Array(O * I); // dw: [O,I]
+  matmul(dy, x, dw, O, N, I, "tn");
+  assertFinite(dx, "linear input gradient");
+  assertFinite(dw, "linear weight gradient");
+  return { dx, dw };
+}
