@@ -89,6 +89,7 @@ export const ERROR_CODES = {
   genesis_mismatch: "the genesis differs from the one the state was created with",
   app_hash_mismatch: "a replica computed a different app hash",
   journal_divergence: "a replayed journal diverges from its recorded states",
+  mempool_full: "the proposer holds as many pending transactions as it may; retry later",
   request_timeout: "a request body did not arrive within the time bound",
   unavailable: "the service cannot answer now; the same request may succeed later",
   internal_error: "the service failed unexpectedly while answering",
