@@ -54,6 +54,11 @@ function load(): MatmulExports | null {
   return instance;
 }
 
+/** Current size of the module's memory in bytes (0 when unavailable): it grows to the largest call and stays. */
+export function wasmMatmulMemoryBytes(): number {
+  return load()?.memory.buffer.byteLength ?? 0;
+}
+
 /** True when the WebAssembly SIMD module instantiated in this runtime. */
 export function wasmMatmulAvailable(): boolean {
   return load() !== null;

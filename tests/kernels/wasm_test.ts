@@ -1,0 +1,182 @@
+import assert from "node:assert/strict";
+import { matmul, type MatmulLayout, matmulReference } from "../../kernels/matmul.ts";
+import {
+  matmulWasmBytes,
+  wasmMatmul,
+  wasmMatmulAvailable,
+  wasmMatmulFits,
+  wasmMatmulMemoryBytes,
+} from "../../kernels/wasm/matmul_wasm.ts";
+import {
+  assembleWat,
+  bytesModule,
+  MATMUL_BYTES_TS_URL,
+  MATMUL_WASM_URL,
+  MATMUL_WAT_URL,
+} from "../../kernels/wasm/assemble.ts";
+import {
+  adversarial,
+  describeDifference,
+  firstBitDifference,
+  LAYOUTS,
+  rng,
+  seeds,
+  uniform,
+} from "./_matmul_util.ts";
+
+Deno.test("the committed matmul.wasm and its embedded copy equal a fresh assembly of matmul.wat", async () => {
+  const fresh = await assembleWat(await Deno.readTextFile(MATMUL_WAT_URL), "matmul.wat");
+  assert.deepEqual(Deno.readFileSync(MATMUL_WASM_URL), fresh);
+  assert.deepEqual(matmulWasmBytes(), fresh);
+  assert.equal(await Deno.readTextFile(MATMUL_BYTES_TS_URL), bytesModule(fresh, "kernels/wasm/matmul.wat"));
+});
+
+Deno.test("matmul.wat uses f32x4 mul and add only: no fused multiply-add, no relaxed SIMD", async () => {
+  const text = await Deno.readTextFile(MATMUL_WAT_URL);
+  const code = text.split("\n").map((l) => l.replace(/;;.*$/, "")).join("\n");
+  assert.deepEqual(code.match(/relaxed|madd|nmadd|fma|f32x4\.(?!add|mul|splat)[a-z_]+/g), null);
+  assert.ok(code.includes("f32x4.mul") && code.includes("f32x4.add"));
+  await assert.rejects(
+    assembleWat(
+      "(module (func (param v128 v128 v128) (result v128) (f32x4.relaxed_madd (local.get 0) (local.get 1) (local.get 2))))",
+      "r.wat",
+    ),
+  );
+});
+
+Deno.test("the WebAssembly SIMD matmul instantiates in this runtime", () => {
+  assert.equal(wasmMatmulAvailable(), true);
+  assert.equal(wasmMatmulFits(256, 576, 49152), true);
+  assert.equal(wasmMatmulFits(65536, 65536, 1), false); // 16 GiB of A alone
+});
+
+function inputs(a: Float32Array, b: Float32Array, M: number, K: number, N: number) {
+  return { a, b, M, K, N };
+}
+
+function checkParity(label: string, x: ReturnType<typeof inputs>, layout: MatmulLayout) {
+  const { a, b, M, K, N } = x;
+  const want = new Float32Array(M * N).fill(123), got = new Float32Array(M * N).fill(-456);
+  matmulReference(a, b, want, M, K, N, layout);
+  wasmMatmul(a, b, got, M, K, N, layout);
+  const i = firstBitDifference(got, want);
+  assert.equal(
+    i,
+    -1,
+    `${label} ${layout} ${M}x${K}x${N}: first difference at ${describeDifference(got, want, i)}`,
+  );
+}
+
+const EDGE_SHAPES: [number, number, number][] = [
+  [1, 1, 1],
+  [1, 0, 1],
+  [3, 0, 13],
+  [2, 1, 12],
+  [1, 7, 1],
+  [1, 33, 25],
+  [5, 3, 11],
+  [13, 17, 13],
+  [2, 5, 24],
+  [4, 9, 16],
+  [7, 64, 37],
+  [31, 2, 29],
+];
+
+Deno.test("WebAssembly matmul is bit-identical to the reference on edge shapes in every layout", () => {
+  for (const seed of seeds([11])) {
+    const next = rng(seed);
+    for (const [M, K, N] of EDGE_SHAPES) {
+      for (const layout of LAYOUTS) {
+        checkParity(
+          `seed ${seed} uniform`,
+          inputs(uniform(next, M * K), uniform(next, K * N), M, K, N),
+          layout,
+        );
+      }
+    }
+  }
+});
+
+Deno.test("WebAssembly matmul sums of only -0 and +0 products are +0, as in the reference", () => {
+  const next = rng(12);
+  const zeros = new Float32Array(6 * 7).map((_, i) => (i % 3 === 0 ? 0 : -0));
+  for (const layout of LAYOUTS) {
+    checkParity("seed 12 signed zeros", inputs(zeros, uniform(next, 7 * 13), 6, 7, 13), layout);
+    const c = new Float32Array(6 * 13).fill(-1);
+    wasmMatmul(zeros, uniform(next, 7 * 13), c, 6, 7, 13, layout);
+    assert.ok(c.every((v) => Object.is(v, 0)), layout);
+  }
+});
+
+Deno.test("WebAssembly matmul is bit-identical to the reference on random shapes in every layout", () => {
+  for (const seed of seeds([21, 22, 23, 24])) {
+    const next = rng(seed);
+    for (let t = 0; t < 10; t++) {
+      const M = 1 + (next() % 40), K = next() % 70, N = 1 + (next() % 50);
+      const layout = LAYOUTS[next() % 4]!;
+      checkParity(
+        `seed ${seed} uniform`,
+        inputs(uniform(next, M * K), uniform(next, K * N), M, K, N),
+        layout,
+      );
+    }
+  }
+});
+
+Deno.test("WebAssembly matmul is bit-identical to the reference on adversarial values (zeros, subnormals, overflow, cancellation)", () => {
+  for (const seed of seeds([31, 32, 33])) {
+    const next = rng(seed);
+    for (let t = 0; t < 12; t++) {
+      const M = 1 + (next() % 20), K = next() % 60, N = 1 + (next() % 30);
+      const layout = LAYOUTS[t % 4]!;
+      checkParity(
+        `seed ${seed} adversarial`,
+        inputs(adversarial(next, M * K), adversarial(next, K * N), M, K, N),
+        layout,
+      );
+    }
+  }
+});
+
+Deno.test("WebAssembly matmul is bit-identical to the reference for a large K and for subnormal-only sums", () => {
+  const next = rng(41);
+  for (const layout of LAYOUTS) {
+    checkParity(
+      "seed 41 large K",
+      inputs(uniform(next, 3 * 5000), uniform(next, 5000 * 14), 3, 5000, 14),
+      layout,
+    );
+  }
+  const tiny = new Float32Array(2 * 40).fill(2 ** -70); // products 2^-140: subnormal, summed exactly
+  const scaled = (n: number) => uniform(next, n).map((v) => v * 2 ** -70); // products round to subnormals
+  for (const layout of LAYOUTS) {
+    checkParity("seed 41 subnormal", inputs(scaled(9 * 50), scaled(50 * 27), 9, 50, 27), layout);
+  }
+  const c = new Float32Array(4);
+  wasmMatmul(tiny, tiny, c, 2, 40, 2, "nn");
+  assert.deepEqual([...c], [40 * 2 ** -140, 40 * 2 ** -140, 40 * 2 ** -140, 40 * 2 ** -140]);
+});
+
+Deno.test("WebAssembly matmul reuses its memory: a smaller call after a larger one needs no growth and stays exact", () => {
+  const next = rng(51);
+  const big = inputs(uniform(next, 64 * 200), uniform(next, 200 * 90), 64, 200, 90);
+  checkParity("seed 51 big", big, "nt");
+  const small = inputs(uniform(next, 5 * 7), uniform(next, 7 * 9), 5, 7, 9);
+  const grown = wasmMatmulMemoryBytes();
+  checkParity("seed 51 small", small, "tn");
+  checkParity("seed 51 big again", big, "nn");
+  assert.equal(wasmMatmulMemoryBytes(), grown);
+});
+
+Deno.test("matmul on a shape large enough for the fast path equals the reference bit for bit", () => {
+  const next = rng(61);
+  const [M, K, N] = [48, 96, 130];
+  const a = uniform(next, M * K), b = uniform(next, K * N);
+  for (const layout of LAYOUTS) {
+    const want = new Float32Array(M * N), got = new Float32Array(M * N);
+    matmulReference(a, b, want, M, K, N, layout);
+    matmul(a, b, got, M, K, N, layout);
+    const i = firstBitDifference(got, want);
+    assert.equal(i, -1, `seed 61 ${layout}: ${describeDifference(got, want, i)}`);
+  }
+});
