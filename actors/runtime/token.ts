@@ -1,0 +1,58 @@
+/**
+ * Bearer tokens for loopback HTTP between actors (PROTOCOL §12): at least 32 random bytes in lowercase hex,
+ * kept in a file of mode 0600. A missing file is created with a fresh token; a file readable by group or
+ * others, or holding a short or malformed token, is refused. Tokens are compared in constant time.
+ *
+ * @example
+ * ```ts
+ * import { loadToken, tokensEqual } from "./token.ts";
+ * const token = await loadToken("/tmp/home/http.token");
+ * tokensEqual(token, token); // true
+ * ```
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { ProtocolError } from "../../core/errors.ts";
+import { toHex } from "../../core/hex.ts";
+import { MIN_TOKEN_BYTES } from "../../core/limits.ts";
+
+/** Reads the token in `path`, creating the file (mode 0600, a fresh 32-byte token) when it does not exist. */
+export async function loadToken(path: string, options: { readonly create?: boolean } = {}): Promise<string> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound) || options.create === false) throw e;
+    const token = toHex(crypto.getRandomValues(new Uint8Array(MIN_TOKEN_BYTES)));
+    try {
+      await Deno.writeTextFile(path, token + "\n", { mode: 0o600, createNew: true });
+    } catch (e2) {
+      if (!(e2 instanceof Deno.errors.AlreadyExists)) throw e2;
+      return loadToken(path, { create: false }); // another process created it first
+    }
+    await Deno.chmod(path, 0o600);
+    return token;
+  }
+  const mode = (info.mode ?? 0) & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new ProtocolError(
+      "invalid_key",
+      `Cannot use token file ${path}: mode is 0${mode.toString(8)}, expected 0600`,
+    );
+  }
+  const token = (await Deno.readTextFile(path)).trim();
+  if (!/^(?:[0-9a-f]{2})+$/.test(token) || token.length < 2 * MIN_TOKEN_BYTES) {
+    throw new ProtocolError(
+      "invalid_key",
+      `Cannot use token file ${path}: the token is ${token.length} characters, expected at least ` +
+        `${2 * MIN_TOKEN_BYTES} lowercase hex characters`,
+    );
+  }
+  return token;
+}
+
+/** Compares two tokens in time independent of where they differ (both are hashed to equal-length digests). */
+export function tokensEqual(a: string, b: string): boolean {
+  const da = createHash("sha256").update(a).digest();
+  const db = createHash("sha256").update(b).digest();
+  return timingSafeEqual(da, db);
+}
