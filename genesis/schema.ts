@@ -3,45 +3,32 @@
  * owners and consensus keys, and the pinned model, codec and conformance vectors (filled in by later issues,
  * `null` until then). Its identity is `id(genesis)`; a node refuses state created from another genesis.
  *
- * Params the ledger reads are checked here with their defaults; other keys of `params` (other lifecycles)
- * are carried through untouched.
+ * `params` are the lifecycle params of `workflows/params.ts` (checked there, exact names); `consensus` holds the
+ * engine params the lifecycles do not read (epoch length, block byte bound, block interval).
  */
-import { isObject, type JsonObject, type JsonValue } from "../core/canonical.ts";
+import { isObject, type JsonValue } from "../core/canonical.ts";
+import { checkParams, type WorkflowParams } from "../workflows/params.ts";
 import { id } from "../core/digest.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { isAccountId } from "../ledger/keys.ts";
 import { isConsensusPublicKey } from "../ledger/consensus_key.ts";
 
-/** The params the ledger and its engine read (PROTOCOL §2-§4). */
-export interface LedgerParams {
-  /** Burned by every accepted transaction, in atoms. */
-  readonly fee: number;
-  /** Bonds are positive multiples of this; power = amount / bond_unit. */
-  readonly bond_unit: number;
-  /** Epoch boundaries are multiples of this height. */
+/** Consensus-engine params that are not lifecycle params (kept apart from `workflows/params.ts`). */
+export interface ConsensusParams {
+  /** Epoch boundaries are multiples of this height; bonds activate and unbonds take effect there. */
   readonly epoch_blocks: number;
-  /** A bond activates at the first epoch boundary at or after bonded height + this. */
-  readonly activation_blocks: number;
-  /** Blocks and milliseconds a removed validator waits before withdrawing. */
-  readonly evidence_blocks: number;
-  readonly evidence_ms: number;
-  /** Percentage of each training reward that is the verifier reward of its block. */
-  readonly verifier_share_percent: number;
   /** The canonical bytes of one block are at most this. */
   readonly max_block_bytes: number;
-  /** The proposer makes a block every this many milliseconds. */
+  /** The proposer makes a block every this many milliseconds (not part of any hash). */
   readonly block_interval_ms: number;
 }
 
-/** Production defaults of the ledger params. */
-export const DEFAULT_LEDGER_PARAMS: LedgerParams = {
-  fee: 1_000,
-  bond_unit: 250_000,
+/** Everything the ledger reads as `env.params`: lifecycle params and consensus params. */
+export type LedgerParams = WorkflowParams & ConsensusParams;
+
+/** Defaults of the consensus params. */
+export const DEFAULT_CONSENSUS: ConsensusParams = {
   epoch_blocks: 100,
-  activation_blocks: 10,
-  evidence_blocks: 100,
-  evidence_ms: 600_000,
-  verifier_share_percent: 20,
   max_block_bytes: 8 * 1024 * 1024,
   block_interval_ms: 1_000,
 };
@@ -64,7 +51,10 @@ export interface Genesis {
   readonly chain_id: string;
   /** Milliseconds since the Unix epoch; the time of height 0. */
   readonly genesis_time: number;
-  readonly params: LedgerParams & JsonObject;
+  /** The lifecycle params, exactly as `workflows/params.ts` defines them. */
+  readonly params: WorkflowParams;
+  /** The consensus params. */
+  readonly consensus: ConsensusParams;
   readonly accounts: readonly GenesisAccount[];
   readonly validators: readonly GenesisValidator[];
   readonly model: JsonValue;
@@ -72,7 +62,17 @@ export interface Genesis {
   readonly vectors: JsonValue;
 }
 
-const KEYS = ["accounts", "chain_id", "codec", "genesis_time", "model", "params", "validators", "vectors"];
+const KEYS = [
+  "accounts",
+  "chain_id",
+  "codec",
+  "consensus",
+  "genesis_time",
+  "model",
+  "params",
+  "validators",
+  "vectors",
+];
 
 function bad(message: string): never {
   throw new ProtocolError("invalid_value", `Cannot use genesis: ${message}`);
@@ -96,16 +96,18 @@ export function parseGenesis(value: JsonValue): Genesis {
   }
   atoms(v.genesis_time, "genesis_time");
   if (!isObject(v.params)) bad("params is not an object");
-  const params: JsonObject = { ...v.params };
-  for (const [k, d] of Object.entries(DEFAULT_LEDGER_PARAMS)) {
-    if (!Object.hasOwn(params, k)) params[k] = d;
-    atoms(
-      params[k],
-      `params.${k}`,
-      k === "evidence_blocks" || k === "evidence_ms" || k === "activation_blocks" ? 0 : 1,
-    );
+  const checked = checkParams(v.params);
+  if (!checked.ok) bad(checked.message);
+  const params = checked.value;
+  if (!isObject(v.consensus)) bad("consensus is not an object");
+  const consensus = v.consensus;
+  for (const k of Object.keys(consensus)) {
+    if (!Object.hasOwn(DEFAULT_CONSENSUS, k)) bad(`unknown consensus.${k}`);
   }
-  if ((params.verifier_share_percent as number) > 100) bad("params.verifier_share_percent exceeds 100");
+  for (const k of Object.keys(DEFAULT_CONSENSUS)) {
+    if (!Object.hasOwn(consensus, k)) bad(`missing consensus.${k}`);
+    atoms(consensus[k], `consensus.${k}`, 1);
+  }
   if (!Array.isArray(v.accounts)) bad("accounts is not an array");
   const seen = new Set<string>();
   let supply = 0;
@@ -140,7 +142,8 @@ export function parseGenesis(value: JsonValue): Genesis {
   return {
     chain_id: v.chain_id,
     genesis_time: v.genesis_time as number,
-    params: params as LedgerParams & JsonObject,
+    params,
+    consensus: consensus as unknown as ConsensusParams,
     accounts,
     validators,
     model: v.model!,

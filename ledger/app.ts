@@ -68,7 +68,7 @@ export class LedgerApp {
     this.store = store;
     this.genesis = parseGenesis(genesisValue);
     this.genesisId = genesisId(genesisValue);
-    this.params = { ...this.genesis.params, ...options.divergentParams };
+    this.params = { ...this.genesis.params, ...this.genesis.consensus, ...options.divergentParams };
     this.#options = options;
     const head = store.head();
     if (head && head.genesis_id !== this.genesisId) {

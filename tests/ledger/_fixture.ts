@@ -11,25 +11,26 @@ import {
 } from "../../ledger/consensus_key.ts";
 import { type AppOptions, LedgerApp } from "../../ledger/app.ts";
 import type { Attestation, Block } from "../../ledger/block.ts";
+import { DEVNET_PARAMS } from "../../workflows/params.ts";
 
 /** Fixed account keys: alice, bob, and validator owners. */
 export const alice: AccountKey = keyFromSeed("a1".repeat(32));
 export const bob: AccountKey = keyFromSeed("b2".repeat(32));
 export const owners: AccountKey[] = [0, 1].map((i) => keyFromSeed((i + 0xc0).toString(16).repeat(32)));
 /** Fixed consensus keys: two genesis validators, then spares for bonding. */
-export const cons: ConsensusKey[] = [0, 1, 2, 3].map((i) =>
-  consensusKeyFromSeed((i + 0xd0).toString(16).repeat(32))
-);
+export const consSeeds: string[] = [0, 1, 2, 3].map((i) => (i + 0xd0).toString(16).repeat(32));
+export const cons: ConsensusKey[] = consSeeds.map((seed) => consensusKeyFromSeed(seed));
 
 export const CHAIN = "test-chain";
 export const T0 = 1_700_000_000_000;
 
 /** A genesis: alice 10,000,000, bob 0 (absent), two validators of 1,000,000 each (power 4). */
-export function testGenesis(params: JsonObject = {}): JsonObject {
+export function testGenesis(params: JsonObject = {}, consensus: JsonObject = {}): JsonObject {
   return {
     chain_id: CHAIN,
     genesis_time: T0,
-    params: { epoch_blocks: 5, activation_blocks: 2, evidence_blocks: 3, evidence_ms: 10_000, ...params },
+    params: { ...DEVNET_PARAMS, activation_blocks: 2, evidence_blocks: 3, evidence_ms: 10_000, ...params },
+    consensus: { epoch_blocks: 5, max_block_bytes: 1024 * 1024, block_interval_ms: 200, ...consensus },
     accounts: [{ id: alice.accountId, balance: 10_000_000 }, {
       id: owners[0]!.accountId,
       balance: 2_000_000,
@@ -46,8 +47,12 @@ export function testGenesis(params: JsonObject = {}): JsonObject {
 }
 
 /** An in-memory app on the test genesis. */
-export function testApp(options: AppOptions = {}, params: JsonObject = {}): LedgerApp {
-  return LedgerApp.open(":memory:", testGenesis(params), options);
+export function testApp(
+  options: AppOptions = {},
+  params: JsonObject = {},
+  consensus: JsonObject = {},
+): LedgerApp {
+  return LedgerApp.open(":memory:", testGenesis(params, consensus), options);
 }
 
 /** Signs a body of `kind` with the standard chain id. */

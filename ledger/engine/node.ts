@@ -1,0 +1,174 @@
+/**
+ * A validator node: the ledger application on `<home>/state.sqlite`, the RPC on 127.0.0.1, and either the
+ * proposer (no `follow`) or a replica following `follow`. The consensus key is `<home>/consensus.key` when
+ * present. A node refuses a genesis whose id differs from the one its state was created with, and resumes
+ * at its committed height after a restart (nothing committed is applied twice).
+ *
+ * @example
+ * ```ts
+ * const node = await startNode({ home: "/tmp/v0", genesis, port: 0 });
+ * console.log(node.url); // http://127.0.0.1:<port>
+ * await node.stop();
+ * ```
+ */
+import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
+import { type AppOptions, LedgerApp } from "../app.ts";
+import { type ConsensusKey, loadConsensusKeyFile } from "../consensus_key.ts";
+import { rpcHandler, type RpcNode } from "../rpc/server.ts";
+import { Heights } from "./heights.ts";
+import { Mempool } from "./mempool.ts";
+import { Proposer } from "./proposer.ts";
+import { type HaltReport, Replica } from "./replica.ts";
+
+/** How to start a node. */
+export interface NodeOptions {
+  readonly home: string;
+  readonly genesis: JsonValue;
+  /** The proposer's RPC URL; absent for the proposer itself. */
+  readonly follow?: string;
+  /** The RPC port on 127.0.0.1 (0 picks a free one). */
+  readonly port?: number;
+  /** Overrides the genesis block interval (ms). */
+  readonly intervalMs?: number;
+  readonly app?: AppOptions;
+  readonly log?: (line: string) => void;
+}
+
+/** A running validator node. */
+export interface ValidatorNode {
+  readonly app: LedgerApp;
+  readonly url: string;
+  readonly role: "proposer" | "replica";
+  /** Resolves when the node stops: null after `stop`, a report when a replica halts. */
+  readonly done: Promise<HaltReport | null>;
+  stop(): Promise<void>;
+}
+
+async function consensusKey(home: string): Promise<ConsensusKey | undefined> {
+  try {
+    await Deno.stat(`${home}/consensus.key`);
+  } catch {
+    return undefined;
+  }
+  return await loadConsensusKeyFile(`${home}/consensus.key`);
+}
+
+/** Opens the state, starts the RPC and the proposer or replica loop. */
+export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  await Deno.mkdir(options.home, { recursive: true });
+  const key = await consensusKey(options.home);
+  const app = LedgerApp.open(`${options.home}/state.sqlite`, options.genesis, options.app);
+  const heights = new Heights(app.info().height);
+  const controller = new AbortController();
+  const mempool = options.follow ? null : new Mempool(app);
+  const proposer = mempool ? new Proposer(app, mempool, heights, key) : null;
+  const replica = options.follow ? new Replica(app, options.follow, heights, key, log) : null;
+
+  const rpc: RpcNode = {
+    async broadcast(raw) {
+      if (mempool) {
+        const r = mempool.add(raw, Date.now());
+        const { hash, ...check } = r;
+        return { hash, check };
+      }
+      const res = await fetch(`${options.follow!.replace(/\/$/, "")}/broadcast_tx`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: raw as Uint8Array<ArrayBuffer>,
+      });
+      return parseJson(await res.text());
+    },
+    tx(hash) {
+      const found = app.store.tx(hash);
+      if (found) return { status: "committed", height: found.height, result: found.result };
+      return mempool?.has(hash) ? { status: "pending" } : { status: "unknown" };
+    },
+    async block(height, waitMs) {
+      await heights.wait(height, waitMs);
+      const b = app.store.block(height);
+      return b ? { height: b.height, block: b.block, app_hash: b.app_hash, results: b.results } : null;
+    },
+    status() {
+      const info = app.info();
+      return {
+        chain_id: info.chain_id,
+        genesis_id: info.genesis_id,
+        height: info.height,
+        app_hash: info.app_hash,
+        time: info.time,
+        role: proposer ? "proposer" : "replica",
+        consensus_key: key?.publicKey ?? null,
+        mempool: mempool?.size ?? 0,
+      };
+    },
+    query: (path) => app.query(path),
+    attest(body) {
+      if (!proposer) {
+        return {
+          ok: false,
+          code: "bad_request",
+          message: "Cannot record attestation: this node is a replica",
+        };
+      }
+      return { ...proposer.attest(body) };
+    },
+  };
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} },
+    rpcHandler(rpc),
+  );
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  const interval = options.intervalMs ?? app.params.block_interval_ms;
+
+  const loop = (async (): Promise<HaltReport | null> => {
+    if (replica) {
+      const halt = await replica.run(controller.signal);
+      await replica.idle();
+      if (halt) {
+        log(
+          `HALT ${halt.code} at height ${halt.height}: proposer ${halt.proposer_app_hash}, replica ${halt.replica_app_hash}: ${halt.message}`,
+        );
+      }
+      return halt;
+    }
+    let next = Date.now() + interval;
+    while (!controller.signal.aborted) {
+      const delay = next - Date.now();
+      if (delay > 0) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, delay);
+          controller.signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+        });
+      }
+      if (controller.signal.aborted) break;
+      next = Math.max(next + interval, Date.now());
+      proposer!.produce(Date.now());
+    }
+    return null;
+  })();
+
+  let stopped: Promise<void> | null = null;
+  const node: ValidatorNode = {
+    app,
+    url,
+    role: proposer ? "proposer" : "replica",
+    done: loop,
+    stop() {
+      stopped ??= (async () => {
+        controller.abort();
+        heights.wakeAll();
+        await loop.catch(() => null);
+        await server.shutdown();
+        app.close();
+      })();
+      return stopped;
+    },
+  };
+  log(
+    `validator ${node.role} listening on ${url} at height ${app.info().height} ${
+      canonical(app.info().app_hash)
+    }`,
+  );
+  return node;
+}

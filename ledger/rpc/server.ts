@@ -1,0 +1,133 @@
+/**
+ * The validator RPC (PROTOCOL §13) on 127.0.0.1, answering canonical JSON:
+ *
+ * - `POST /broadcast_tx` (body: raw envelope bytes, `Content-Type: application/json`, at most 2 MiB) →
+ *   `{hash, check: {ok, code?, message?}}`
+ * - `GET /tx?hash=<64 hex>` → `{status: "committed", height, result}` | `{status: "pending"}` | `{status: "unknown"}`
+ * - `GET /block?height=N[&wait=ms]` → `{height, block, app_hash, results}` (404 `not_found` when not committed;
+ *   `wait` holds the request up to 10 s for the next block, which is how replicas follow)
+ * - `GET /status`, `GET /account/<id>`, `GET /validators`
+ * - `POST /attest` (engine-internal) → `{ok: true}`
+ *
+ * Anything else (unknown path, wrong method, wrong content type, oversize or malformed request) gets a 4xx
+ * answer `{ok: false, code, message}` and applies nothing.
+ */
+import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
+import { type ErrorCode, ProtocolError } from "../../core/errors.ts";
+import { isHex } from "../../core/hex.ts";
+import { MAX_TX_BYTES } from "../../core/limits.ts";
+
+/** What the RPC needs from a node. */
+export interface RpcNode {
+  broadcast(raw: Uint8Array): Promise<JsonValue>;
+  tx(hash: string): JsonValue;
+  block(height: number, waitMs: number): Promise<JsonValue | null>;
+  status(): JsonValue;
+  query(path: string): JsonValue | null;
+  attest(body: JsonValue): JsonValue;
+}
+
+/** The bound on a request body other than a transaction. */
+const MAX_SMALL_BODY = 64 * 1024;
+
+/** A canonical JSON response. */
+export function answer(status: number, value: JsonValue): Response {
+  return new Response(canonical(value), { status, headers: { "content-type": "application/json" } });
+}
+
+function error(status: number, code: ErrorCode, message: string): Response {
+  return answer(status, { ok: false, code, message });
+}
+
+/** Reads a request body up to `limit` bytes; null when it is longer. */
+async function readBounded(req: Request, limit: number): Promise<Uint8Array | null> {
+  const declared = Number(req.headers.get("content-length") ?? "0");
+  if (declared > limit) return null;
+  if (!req.body) return new Uint8Array();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const part of req.body) {
+    size += part.length;
+    if (size > limit) return null;
+    parts.push(part);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function isJson(req: Request): boolean {
+  const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  return type === "application/json";
+}
+
+/** The request handler of a node's RPC. */
+export function rpcHandler(node: RpcNode): (req: Request) => Promise<Response> {
+  return async (req) => {
+    const url = new URL(req.url);
+    const path = url.pathname;
+    try {
+      if (path === "/broadcast_tx" || path === "/attest") {
+        if (req.method !== "POST") {
+          return error(405, "bad_request", `Cannot serve ${path}: method is ${req.method}, expected POST`);
+        }
+        if (!isJson(req)) {
+          return error(
+            415,
+            "bad_request",
+            `Cannot serve ${path}: content type is ${
+              req.headers.get("content-type") ?? "absent"
+            }, expected application/json`,
+          );
+        }
+        const limit = path === "/broadcast_tx" ? MAX_TX_BYTES : MAX_SMALL_BODY;
+        const body = await readBounded(req, limit);
+        if (!body) return error(413, "too_large", `Cannot serve ${path}: the body exceeds ${limit} bytes`);
+        if (path === "/broadcast_tx") return answer(200, await node.broadcast(body));
+        return answer(200, node.attest(parseJson(new TextDecoder().decode(body))));
+      }
+      if (req.method !== "GET") {
+        return error(405, "bad_request", `Cannot serve ${path}: method is ${req.method}, expected GET`);
+      }
+      if (path === "/tx") {
+        const hash = url.searchParams.get("hash");
+        if (!isHex(hash, 64)) {
+          return error(
+            400,
+            "bad_request",
+            `Cannot look up transaction: hash is ${JSON.stringify(hash)}, expected 64 hex`,
+          );
+        }
+        return answer(200, node.tx(hash));
+      }
+      if (path === "/block") {
+        const height = Number(url.searchParams.get("height"));
+        const wait = Math.min(Number(url.searchParams.get("wait") ?? "0") || 0, 10_000);
+        if (!Number.isSafeInteger(height) || height < 1 || url.searchParams.get("height") === null) {
+          return error(
+            400,
+            "bad_request",
+            `Cannot look up block: height is ${
+              JSON.stringify(url.searchParams.get("height"))
+            }, expected an integer >= 1`,
+          );
+        }
+        const block = await node.block(height, wait);
+        return block === null
+          ? error(404, "not_found", `Cannot look up block: height ${height} is not committed`)
+          : answer(200, block);
+      }
+      if (path === "/status") return answer(200, node.status());
+      const result = node.query(path);
+      if (result !== null) return answer(200, result);
+      return error(404, "not_found", `Cannot serve ${path}: no such path`);
+    } catch (e) {
+      if (e instanceof ProtocolError) return error(400, e.code, e.message);
+      return error(500, "internal_error", `Cannot serve ${path}: ${(e as Error).message}`);
+    }
+  };
+}

@@ -1,0 +1,83 @@
+import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
+import { canonical, type JsonValue, parseJson } from "../../../core/canonical.ts";
+import { startNode, type ValidatorNode } from "../../../ledger/engine/node.ts";
+import { createConsensusKeyFile } from "../../../ledger/consensus_key.ts";
+import { creditVerifierReward } from "../../../ledger/boundary.ts";
+import { alice, bob, cons, consSeeds, owners, testGenesis, tx } from "../_fixture.ts";
+
+async function post(url: string, body: string | Uint8Array): Promise<JsonValue> {
+  const res = await fetch(`${url}/broadcast_tx`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: body as BodyInit,
+  });
+  return parseJson(await res.text());
+}
+
+async function get(url: string): Promise<JsonValue> {
+  return parseJson(await (await fetch(url)).text());
+}
+
+async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+Deno.test("a proposer and two replicas agree on every block, commit transfers and pay committers the verifier reward", async () => {
+  const dir = await Deno.makeTempDir();
+  const genesis = testGenesis();
+  const hook = {
+    // Every block issues 1,000 atoms of verifier reward; the next block pays it to the committers.
+    afterTransactions: (state: Parameters<typeof creditVerifierReward>[0], env: { height: number }) =>
+      creditVerifierReward(state, env.height, 1_000),
+  };
+  await createConsensusKeyFile(`${dir}/p/consensus.key`, consSeeds[0]);
+  await createConsensusKeyFile(`${dir}/r1/consensus.key`, consSeeds[1]);
+  const nodes: ValidatorNode[] = [];
+  try {
+    const quiet = () => {};
+    const proposer = await startNode({ home: `${dir}/p`, genesis, intervalMs: 50, app: hook, log: quiet });
+    nodes.push(proposer);
+    nodes.push(await startNode({ home: `${dir}/r1`, genesis, follow: proposer.url, app: hook, log: quiet }));
+    nodes.push(await startNode({ home: `${dir}/r2`, genesis, follow: proposer.url, app: hook, log: quiet }));
+    const sent = tx(alice, "transfer", 0, { to: bob.accountId, amount: 123 });
+    const answer = await post(nodes[2]!.url, canonical(sent)) as { hash: string; check: JsonValue };
+    assertEquals(answer.check, { ok: true });
+    await until(
+      "commit of the transfer",
+      async () =>
+        ((await get(`${proposer.url}/tx?hash=${answer.hash}`)) as { status: string }).status === "committed",
+    );
+    const committed = await get(`${proposer.url}/tx?hash=${answer.hash}`) as { height: number };
+    const target = committed.height + 4;
+    await until("replicas to reach the target", () => nodes.every((n) => n.app.info().height >= target));
+    for (let h = 1; h <= target; h++) {
+      const hashes = nodes.map((n) => n.app.store.block(h)!.app_hash);
+      equal(new Set(hashes).size, 1, `height ${h}: ${hashes.join(" ")}`);
+    }
+    assertEquals(await get(`${nodes[1]!.url}/account/${bob.accountId}`), {
+      id: bob.accountId,
+      balance: 123,
+      nonce: 0,
+      height: nodes[1]!.app.info().height,
+    });
+    // Some block carries both validators' attestations of its predecessor, and both owners got paid.
+    const both = [...Array(target).keys()].map((i) =>
+      nodes[0]!.app.store.block(i + 1)!.block as { last_commit: unknown[] }
+    )
+      .filter((b) => b.last_commit.length === 2);
+    equal(both.length > 0, true, "no block carried two attestations");
+    const paid = owners.map((o) =>
+      (nodes[0]!.app.query(`/account/${o.accountId}`) as { balance: number }).balance
+    );
+    equal(paid[0]! > 2_000_000, true, `owner 0 balance ${paid[0]}`);
+    equal(paid[1]! > 0, true, `owner 1 balance ${paid[1]}`);
+    equal(cons.length, 4);
+  } finally {
+    for (const n of nodes.reverse()) await n.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
