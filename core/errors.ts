@@ -81,6 +81,7 @@ export const ERROR_CODES = {
   invalid_template: "a chat template uses something outside the bounded subset",
   invalid_conversation: "a conversation breaks a validation rule",
   invalid_tokenizer: "a tokenizer definition is malformed or out of bounds",
+  invalid_batch: "a training batch or response-window setting breaks the window format",
   // Actors and transport (PROTOCOL §12-13).
   conflicting_operation: "an operation id was reused with a different input",
   unauthorized: "the bearer token is missing or wrong",
