@@ -49,3 +49,71 @@ export class Coverage<S extends MachineState, E extends MachineEvent, P> {
     return this.machine.edges.map((e) => `${e.from} -${e.event}-> ${e.to}`).filter((k) => !this.taken.has(k));
   }
 }
+
+/**
+ * Drives a claim-phase machine (growth, score) through every claim edge. `fresh()` returns a new claimed state
+ * created at height `h0` by `owner` with one stage, under the devnet parameters (window 6, challenge deadline
+ * +20, lifetime 120).
+ */
+export function exerciseClaimPhase<S extends MachineState, E extends MachineEvent, P>(
+  cov: Coverage<S, E, P>,
+  fresh: () => S,
+  h0: number,
+  owner: string,
+): void {
+  const at = (d: number) => env(h0 + d) as unknown as MachineEnv<P>;
+  const ev = (e: unknown) => e as E;
+  const obj = root(0xabc);
+  const fraud = ev({
+    type: "challenge",
+    sender: "ref",
+    kind: "fraud",
+    stage: 0,
+    object_root: null,
+    needed: [obj],
+  });
+  const avail = ev({
+    type: "challenge",
+    sender: "ref",
+    kind: "availability",
+    stage: 0,
+    object_root: obj,
+    needed: [obj],
+  });
+  const up = (sender: string, o = obj) => ev({ type: "upload", sender, object_root: o, index: 0, size: 3 });
+  const seal = (sender: string, o = obj) => ev({ type: "seal", sender, object_root: o, digest: o });
+  const tick = ev({ type: "tick" });
+  const expect = (s: S, status: string) => assert.equal(s.status, status);
+
+  expect(cov.ok(fresh(), tick, at(7)), "settled");
+  const challenged = cov.ok(fresh(), fraud, at(1));
+  const uploading = cov.ok(challenged, up("ref"), at(2));
+  const resolving = cov.ok(uploading, seal("ref"), at(2));
+  expect(resolving, "resolving");
+  expect(cov.ok(resolving, ev({ type: "resolve", sender: "v", verdict: "match" }), at(3)), "claimed");
+  expect(
+    cov.ok(
+      resolving,
+      ev({ type: "resolve", sender: "v", verdict: "mismatch", what: "backward gradient" }),
+      at(3),
+    ),
+    "rejected",
+  );
+  for (const s of [challenged, uploading, resolving]) expect(cov.ok(s, tick, at(22)), "claimed");
+  for (const s of [challenged, uploading, resolving]) expect(cov.ok(s, tick, at(121)), "expired");
+  expect(cov.ok(cov.ok(challenged, tick, at(116)), tick, at(121)), "expired");
+  const a = cov.ok(fresh(), avail, at(1));
+  const au = cov.ok(a, up(owner), at(2));
+  expect(cov.ok(au, seal(owner), at(2)), "claimed");
+  expect(cov.ok(a, tick, at(22)), "rejected");
+  expect(cov.ok(au, tick, at(22)), "rejected");
+  const two = [root(0xabd), root(0xabe)];
+  let m = cov.ok(
+    fresh(),
+    ev({ type: "challenge", sender: "ref", kind: "fraud", stage: 0, object_root: null, needed: two }),
+    at(1),
+  );
+  m = cov.ok(m, up("ref", two[0]), at(1));
+  m = cov.ok(m, up("ref", two[1]), at(1));
+  expect(cov.ok(m, seal("ref", two[0]), at(1)), "uploading");
+}
