@@ -143,7 +143,10 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
       }
       if (controller.signal.aborted) break;
       next = Math.max(next + interval, Date.now());
-      proposer!.produce(Date.now());
+      const head = proposer!.produce(Date.now());
+      const b = app.store.block(head.height)!;
+      const txs = (b.block as { txs: unknown[] }).txs.length;
+      log(`block ${head.height} txs ${txs} app_hash ${head.app_hash}`);
     }
     return null;
   })();

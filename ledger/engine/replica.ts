@@ -98,6 +98,7 @@ export class Replica {
       }
       const head = this.#app.commit();
       this.#heights.committed(head.height);
+      this.#log(`block ${head.height} txs ${result.results.length} app_hash ${head.app_hash}`);
       const sent = this.#attest(head.height, head.app_hash);
       this.#inflight.add(sent);
       sent.finally(() => this.#inflight.delete(sent));

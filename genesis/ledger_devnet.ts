@@ -1,0 +1,82 @@
+/**
+ * Builds the ledger part of a devnet: a genesis with `DEVNET_PARAMS`, and for each of N validators a home
+ * directory holding its consensus key and its owner's account key (both 0600), plus a funded faucet account.
+ * The homes can be passed to `deno task validator --home` as they are.
+ *
+ * Layout: `<out>/genesis.json`, `<out>/faucet/account.key`, `<out>/validator-<i>/{consensus.key, account.key}`
+ */
+import { canonical, type JsonObject } from "../core/canonical.ts";
+import { ProtocolError } from "../core/errors.ts";
+import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../workflows/params.ts";
+import { createKeyFile } from "../ledger/keys.ts";
+import { createConsensusKeyFile } from "../ledger/consensus_key.ts";
+import { genesisId, parseGenesis } from "./schema.ts";
+
+/** Options of the devnet builder. */
+export interface DevnetOptions {
+  readonly out: string;
+  readonly chainId?: string;
+  readonly validators?: number;
+  /** Genesis time in ms (defaults to now). */
+  readonly time?: number;
+  readonly blockIntervalMs?: number;
+}
+
+/** What the builder wrote. */
+export interface DevnetResult {
+  readonly genesisPath: string;
+  readonly genesisId: string;
+  readonly homes: string[];
+  readonly faucet: string;
+}
+
+/** Writes a devnet genesis and its keys; refuses an `out` that already holds a genesis. */
+export async function writeDevnetGenesis(options: DevnetOptions): Promise<DevnetResult> {
+  const out = options.out.replace(/\/$/, "");
+  const count = options.validators ?? 4;
+  if (!Number.isSafeInteger(count) || count < 1 || count > 64) {
+    throw new ProtocolError("invalid_value", `Cannot build devnet: validators is ${count}, expected 1 to 64`);
+  }
+  const genesisPath = `${out}/genesis.json`;
+  try {
+    await Deno.stat(genesisPath);
+    throw new ProtocolError("key_exists", `Cannot build devnet: ${genesisPath} already exists`);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  await Deno.mkdir(out, { recursive: true });
+  const faucet = await createKeyFile(`${out}/faucet/account.key`);
+  const homes: string[] = [];
+  const accounts: JsonObject[] = [{ id: faucet.accountId, balance: 1_000_000 * ATOMS_PER_NEURO }];
+  const validators: JsonObject[] = [];
+  for (let i = 0; i < count; i++) {
+    const home = `${out}/validator-${i}`;
+    const consensus = await createConsensusKeyFile(`${home}/consensus.key`);
+    const owner = await createKeyFile(`${home}/account.key`);
+    accounts.push({ id: owner.accountId, balance: 10 * ATOMS_PER_NEURO });
+    validators.push({
+      owner: owner.accountId,
+      consensus_key: consensus.publicKey,
+      amount: 4 * DEVNET_PARAMS.bond_unit,
+    });
+    homes.push(home);
+  }
+  const genesis: JsonObject = {
+    chain_id: options.chainId ?? "neuroshard-devnet",
+    genesis_time: options.time ?? Date.now(),
+    params: { ...DEVNET_PARAMS },
+    consensus: {
+      epoch_blocks: 10,
+      max_block_bytes: 8 * 1024 * 1024,
+      block_interval_ms: options.blockIntervalMs ?? 1_000,
+    },
+    accounts,
+    validators,
+    model: null,
+    codec: null,
+    vectors: null,
+  };
+  parseGenesis(genesis);
+  await Deno.writeTextFile(genesisPath, canonical(genesis) + "\n");
+  return { genesisPath, genesisId: genesisId(genesis), homes, faucet: `${out}/faucet/account.key` };
+}

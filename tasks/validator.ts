@@ -1,0 +1,68 @@
+/** `deno task validator`: run a validator node (the proposer, or a replica following one). */
+import { parseJson } from "../core/canonical.ts";
+import { startNode } from "../ledger/engine/node.ts";
+import { parse, required, runTask, UsageError } from "./_cli.ts";
+
+const HELP = `deno task validator --home DIR --genesis FILE [options]
+
+Run a validator: the ledger state in DIR/state.sqlite, the RPC on 127.0.0.1, and DIR/consensus.key (when
+present) to attest blocks. Without --follow the node is the proposer and makes a block every interval; with
+--follow it is a replica that re-applies every block of that proposer and stops (exit code 3) at the first
+block whose app hash differs, printing the height and both hashes. A restarted node resumes at its height.
+A node refuses a genesis whose id differs from the one its state was created with.
+
+Options:
+  --home DIR            node directory (created if missing)
+  --genesis FILE        genesis.json
+  --follow URL          the proposer's RPC URL (makes this node a replica)
+  --port N              RPC port on 127.0.0.1 (default 0: any free port, printed at start)
+  --interval-ms N       override the genesis block interval (proposer only)
+  -h, --help            show this help
+
+Test hook: NEURO_TEST_DIVERGENT_FEE=N makes this node burn N atoms per transaction instead of the genesis
+fee, so that it diverges on purpose (determinism tests only).`;
+
+async function main(): Promise<void> {
+  const { values } = parse(Deno.args, {
+    home: { type: "string" },
+    genesis: { type: "string" },
+    follow: { type: "string" },
+    port: { type: "string" },
+    "interval-ms": { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) return console.log(HELP);
+  const home = required(values.home, "home");
+  const genesisPath = required(values.genesis, "genesis");
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`--port is ${values.port}, expected 0-65535`);
+  }
+  const interval = values["interval-ms"] === undefined ? undefined : Number(values["interval-ms"]);
+  if (interval !== undefined && (!Number.isSafeInteger(interval) || interval < 1)) {
+    throw new UsageError(`--interval-ms is ${values["interval-ms"]}, expected a positive integer`);
+  }
+  let text: string;
+  try {
+    text = await Deno.readTextFile(genesisPath);
+  } catch (e) {
+    throw new UsageError(`Cannot read genesis ${genesisPath}: ${(e as Error).message}`);
+  }
+  const divergent = Deno.env.get("NEURO_TEST_DIVERGENT_FEE");
+  const node = await startNode({
+    home,
+    genesis: parseJson(text),
+    ...(values.follow ? { follow: values.follow } : {}),
+    port,
+    ...(interval ? { intervalMs: interval } : {}),
+    ...(divergent ? { app: { divergentParams: { fee: Number(divergent) } } } : {}),
+  });
+  const stop = () => void node.stop();
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  const halt = await node.done;
+  await node.stop();
+  if (halt) Deno.exit(3);
+}
+
+if (import.meta.main) await runTask("validator", main);
