@@ -42,6 +42,7 @@ export class TextCodec {
   private readonly tokenizer: Tokenizer;
   /** The UTF-8 bytes each id decodes to. */
   private readonly pieces: Uint8Array[];
+  private readonly specials: string[];
 
   private constructor(root: string, manifest: CodecManifest, backend: JsonObject) {
     this.root = root;
@@ -57,7 +58,9 @@ export class TextCodec {
     }
     this.tokenizer = new Tokenizer(backend, { clean_up_tokenization_spaces: false });
     const ids = tokenIds(backend);
-    const added = new Set(((backend.added_tokens ?? []) as JsonObject[]).map((t) => t.content as string));
+    const addedTokens = (backend.added_tokens ?? []) as JsonObject[];
+    const added = new Set(addedTokens.map((t) => t.content as string));
+    this.specials = addedTokens.filter((t) => t.special === true).map((t) => t.content as string);
     this.pieces = new Array(manifest.vocabulary);
     for (const [token, tokenId] of ids) {
       if (tokenId < 0 || tokenId >= manifest.vocabulary) {
@@ -99,6 +102,11 @@ export class TextCodec {
       );
     }
     return new TextCodec(root, manifest, backend);
+  }
+
+  /** The special added tokens of the backend (strings conversation content may never contain). */
+  specialStrings(): string[] {
+    return [...this.specials];
   }
 
   /** The token ids of `text` (no special tokens added; special-token strings in text map to their ids). */

@@ -4,6 +4,7 @@ import { trainBpe } from "../../text/bpe_trainer.ts";
 import { SMOLLM2_TEMPLATE } from "../../text/chat_template.ts";
 import { buildCodec, type BuiltCodec, DEVNET_SPECIAL_TOKENS } from "../../text/codec_manifest.ts";
 import { tokenizerJson } from "../../text/tokenizer_json.ts";
+import { TextCodec } from "../../text/codec.ts";
 
 /** A fixed English-ish corpus with digits, punctuation and some non-ASCII. */
 export function fixtureCorpus(): string {
@@ -48,4 +49,10 @@ export function fixtureTokenizer(): JsonObject {
 /** The fixture codec (SmolLM2 template, devnet special tokens). */
 export function fixtureCodec(): BuiltCodec {
   return buildCodec(fixtureTokenizer(), SMOLLM2_TEMPLATE, DEVNET_SPECIAL_TOKENS);
+}
+
+/** The fixture codec loaded, ready to encode and render. */
+export function fixtureTextCodec(template: string = SMOLLM2_TEMPLATE): TextCodec {
+  const built = buildCodec(fixtureTokenizer(), template, DEVNET_SPECIAL_TOKENS);
+  return TextCodec.fromParts(built.manifest as unknown as JsonObject, built.backend, built.root);
 }
