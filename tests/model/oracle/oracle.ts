@@ -1,0 +1,90 @@
+/**
+ * The llama.cpp reference for the SmolLM2 tests: installs `node-llama-cpp@3.21.1` (it ships native prebuilt
+ * binaries, so it runs under Node, not Deno) into the git-ignored `.cache/llama_oracle/`, runs
+ * `llama_oracle.mjs` on the GGUF and `probes.json`, and caches the output by the hash of its inputs.
+ * Slow-only: without NEURO_SLOW, Node or the registry it returns the reason instead, and tests mark themselves
+ * ignored.
+ */
+import { sha256Hex } from "../../../core/digest.ts";
+import { ROOT, SLOW } from "../smollm2_file.ts";
+
+/** What `llama_oracle.mjs` writes (see that file). */
+export interface LlamaReference {
+  runtime: string;
+  threads: number;
+  probes: { text: string; ids: number[] }[];
+  chat: { text: string; ids: number[] };
+  hello_world: number[];
+  prompt: number[];
+  positions: { argmax: number; top: [number, number][] }[];
+  answer: { ids: number[]; text: string; first_top: [number, number][] };
+  timing: Record<string, number>;
+}
+
+const HERE = new URL("./", import.meta.url).pathname;
+const DIR = `${ROOT}.cache/llama_oracle`;
+
+async function run(cmd: string, args: string[], cwd: string): Promise<{ ok: boolean; text: string }> {
+  try {
+    const out = await new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).output();
+    const d = new TextDecoder();
+    return { ok: out.success, text: (d.decode(out.stdout) + d.decode(out.stderr)).trim() };
+  } catch (e) {
+    return { ok: false, text: `${cmd} could not be started: ${e instanceof Error ? e.message : String(e)}` };
+  }
+}
+
+/** The reference outputs and the per-position log-probabilities ([positions, V]), or why they are missing. */
+export async function llamaReference(
+  modelPath: string | null,
+): Promise<{ ref: LlamaReference; logprobs: Float32Array; reason: null } | { ref: null; reason: string }> {
+  const skip = (reason: string) => {
+    console.warn(`ignored: ${reason}`);
+    return { ref: null, reason } as const;
+  };
+  if (!SLOW) return { ref: null, reason: "set NEURO_SLOW=1 to compare against llama.cpp" };
+  if (modelPath === null) return skip("the SmolLM2 file is not available");
+  const node = await run("node", ["--version"], HERE);
+  if (!node.ok || Number(node.text.replace(/^v/, "").split(".")[0]) < 20) {
+    return skip(`node >= 20 is needed for node-llama-cpp (${node.text})`);
+  }
+  await Deno.mkdir(DIR, { recursive: true });
+  const files = ["package.json", "llama_oracle.mjs", "probes.json"];
+  const inputs: Uint8Array[] = [];
+  for (const f of files) {
+    const bytes = await Deno.readFile(HERE + f);
+    inputs.push(bytes);
+    await Deno.writeFile(`${DIR}/${f}`, bytes);
+  }
+  const installed = await Deno.readTextFile(`${DIR}/node_modules/node-llama-cpp/package.json`)
+    .then((t) => JSON.parse(t).version as string, () => null);
+  if (installed !== "3.21.1") {
+    const npm = await run("npm", ["install", "--no-audit", "--no-fund", "--ignore-scripts"], DIR);
+    if (!npm.ok) {
+      return skip(`npm install node-llama-cpp@3.21.1 failed: ${npm.text.split("\n").slice(-3).join(" | ")}`);
+    }
+  }
+  const modelHead = await Deno.stat(modelPath);
+  const key = sha256Hex(new TextEncoder().encode(
+    inputs.map((b) => sha256Hex(b)).join(",") +
+      `,${modelPath},${modelHead.size},${modelHead.mtime?.getTime()}`,
+  )).slice(0, 16);
+  const out = `${DIR}/reference-${key}.json`;
+  const cached = await Deno.stat(out).then(() => true, () => false);
+  if (!cached) {
+    const r = await run("node", ["llama_oracle.mjs", modelPath, "probes.json", out], DIR);
+    if (!r.ok) return skip(`llama.cpp reference run failed: ${r.text.split("\n").slice(-5).join(" | ")}`);
+  }
+  const ref = JSON.parse(await Deno.readTextFile(out)) as LlamaReference;
+  const raw = await Deno.readFile(`${out}.logprobs.f32`);
+  return { ref, logprobs: new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4), reason: null };
+}
+
+/** The probes file the reference was computed on. */
+export const PROBES = JSON.parse(await Deno.readTextFile(HERE + "probes.json")) as {
+  probes: string[];
+  chat: string;
+  logits_text: string;
+  logits_tokens: number;
+  generate_tokens: number;
+};
