@@ -94,8 +94,12 @@ export class Journal {
     this.db = db;
   }
 
-  /** Opens (creating if needed) the journal at `path`; refuses a journal of another format. */
-  static open(path: string): Journal {
+  /**
+   * Opens (creating if needed) the journal at `path`; refuses a journal of another format. With `readOnly`
+   * the file must exist and nothing is written (for tools that inspect a journal).
+   */
+  static open(path: string, options: { readonly readOnly?: boolean } = {}): Journal {
+    if (options.readOnly) return Journal.openReadOnly(path);
     const db = new DatabaseSync(path);
     db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;");
     db.exec("BEGIN IMMEDIATE");
@@ -115,6 +119,29 @@ export class Journal {
       db.exec("ROLLBACK");
       db.close();
       throw e;
+    }
+    return new Journal(path, db);
+  }
+
+  private static openReadOnly(path: string): Journal {
+    try {
+      Deno.statSync(path);
+    } catch {
+      throw new ProtocolError("not_found", `Cannot open journal ${path}: no such file`);
+    }
+    const db = new DatabaseSync(path, { readOnly: true });
+    let format: unknown;
+    try {
+      format = (db.prepare("SELECT value FROM meta WHERE key = 'format'").get() as Row | undefined)?.value;
+    } catch {
+      format = undefined;
+    }
+    if (format !== String(JOURNAL_FORMAT)) {
+      db.close();
+      throw new ProtocolError(
+        "journal_divergence",
+        `Cannot open journal ${path}: format is ${format ?? "missing"}, expected ${JOURNAL_FORMAT}`,
+      );
     }
     return new Journal(path, db);
   }
