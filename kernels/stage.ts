@@ -1,0 +1,140 @@
+/**
+ * One pipeline stage of a training step, as pure functions of in-memory values (PROTOCOL §10.3). A stage
+ * owns a partition: stage 0 `embed`, `norm` and maybe blocks; later stages contiguous blocks.
+ *
+ * - `stageForward`: stage 0 embeds the batch; every stage runs its blocks → activation [B·T, C].
+ * - `headForwardBackward` (in `head.ts`) runs on stage 0 with the last stage's output.
+ * - `stageBackward`: from the gradient of the stage's output, through its blocks in reverse → the gradient of
+ *   its input (null on stage 0) and of every parameter. On stage 0 the embedding's gradient is
+ *   `fround(head part + lookup part)` elementwise and the final norm's is the head's.
+ * - `normSquared`: Σ grad² in float64 over components in partition order, tensors in name order, elements
+ *   ascending (each float32 square is exact in float64; each sum is rounded to float64).
+ * - `clipScale`: `min(1, clip / (sqrt(Σ norms in stage order) + 1e-6))` in float64.
+ * - `applyUpdate`: `eta = fround(lr · scale)` then `p ← fround(p − fround(eta · g))`.
+ *
+ * @example
+ * ```ts
+ * import { clipScale } from "./stage.ts";
+ * clipScale([3, 1], 1); // 1 / (2 + 1e-6)
+ * ```
+ */
+import { compareCodePoints } from "../core/canonical.ts";
+import { blockBackward, type BlockCache, blockForward } from "./block.ts";
+import type { ModelConfig } from "./config.ts";
+import { embeddingBackward, embeddingForward } from "./embedding.ts";
+import type { HeadResult } from "./head.ts";
+import { blockIndex, EMBED_TENSOR, NORM_TENSOR } from "./model.ts";
+import type { RotaryTables } from "./rotary.ts";
+import type { Tensors } from "./safetensors.ts";
+import { assertFinite } from "./tensor.ts";
+
+/** What every stage function of one step shares. */
+export interface StepShape {
+  readonly config: ModelConfig;
+  readonly B: number;
+  readonly T: number;
+  readonly ids: Int32Array; // ids: [B·T]
+  readonly tables: RotaryTables;
+}
+
+/** A stage's forward result: its output and the caches its backward can reuse. */
+export interface StageForward {
+  readonly output: Float32Array; // output: [B·T, C]
+  readonly caches: BlockCache[];
+}
+
+/** Runs a stage forward. `input` is null on stage 0 (it embeds `shape.ids`), else the previous output. */
+export function stageForward(
+  shape: StepShape,
+  partition: readonly string[],
+  components: Record<string, Tensors>,
+  input: Float32Array | null,
+): StageForward {
+  const { config: c, B, T } = shape;
+  let x = partition.includes("embed")
+    ? embeddingForward(components.embed![EMBED_TENSOR]!.data, shape.ids, c.vocab_size, c.hidden_size)
+    : input!;
+  assertFinite(x, "stage input");
+  const caches: BlockCache[] = [];
+  for (const name of partition) {
+    if (blockIndex(name) < 0) continue;
+    const r = blockForward(x, components[name]!, c, B, T, shape.tables);
+    caches.push(r.cache);
+    x = r.y;
+  }
+  return { output: x, caches };
+}
+
+/** Runs a stage backward from the gradient of its output; `head` is required on stage 0. */
+export function stageBackward(
+  shape: StepShape,
+  partition: readonly string[],
+  components: Record<string, Tensors>,
+  forward: StageForward,
+  gradientOut: Float32Array,
+  head: HeadResult | null,
+): { gradientIn: Float32Array | null; grads: Record<string, Tensors> } {
+  const { config: c, B, T } = shape;
+  assertFinite(gradientOut, "stage output gradient");
+  const grads: Record<string, Tensors> = {};
+  const blocks = partition.filter((n) => blockIndex(n) >= 0);
+  let dy = gradientOut;
+  for (let i = blocks.length - 1; i >= 0; i--) {
+    const name = blocks[i]!;
+    const r = blockBackward(dy, forward.caches[i]!, components[name]!, c, B, T, shape.tables);
+    grads[name] = r.grads;
+    dy = r.dx;
+  }
+  if (!partition.includes("embed")) return { gradientIn: dy, grads };
+  const lookup = embeddingBackward(dy, shape.ids, c.vocab_size, c.hidden_size); // lookup: [V,C]
+  const dEmbed = new Float32Array(lookup.length); // dEmbed: [V,C]
+  for (let i = 0; i < lookup.length; i++) dEmbed[i] = Math.fround(head!.dEmbed[i]! + lookup[i]!);
+  assertFinite(dEmbed, "embedding gradient");
+  grads.embed = { [EMBED_TENSOR]: { shape: [c.vocab_size, c.hidden_size], data: dEmbed } };
+  grads.norm = { [NORM_TENSOR]: { shape: [c.hidden_size], data: head!.dNorm } };
+  return { gradientIn: null, grads };
+}
+
+/** Σ grad² in float64 over the partition's components (in partition order, tensors by name). */
+export function normSquared(partition: readonly string[], grads: Record<string, Tensors>): number {
+  let total = 0;
+  for (const name of partition) {
+    const tensors = grads[name]!;
+    for (const t of Object.keys(tensors).sort(compareCodePoints)) {
+      const g = tensors[t]!.data;
+      for (let i = 0; i < g.length; i++) total += g[i]! * g[i]!;
+    }
+  }
+  return total;
+}
+
+/** The global clip scale from the stages' squared norms, summed in stage order. */
+export function clipScale(norms: readonly number[], clip: number): number {
+  let total = 0;
+  for (const n of norms) total += n;
+  return Math.min(1, clip / (Math.sqrt(total) + 1e-6));
+}
+
+/** SGD with the global scale: new tensors for every component of the partition. */
+export function applyUpdate(
+  partition: readonly string[],
+  components: Record<string, Tensors>,
+  grads: Record<string, Tensors>,
+  learningRate: number,
+  scale: number,
+): Record<string, Tensors> {
+  const eta = Math.fround(learningRate * scale);
+  const out: Record<string, Tensors> = {};
+  for (const name of partition) {
+    const updated: Tensors = {};
+    for (const [t, p] of Object.entries(components[name]!)) {
+      const g = grads[name]![t]!.data;
+      const data = new Float32Array(p.data.length);
+      for (let i = 0; i < data.length; i++) data[i] = Math.fround(p.data[i]! - Math.fround(eta * g[i]!));
+      assertFinite(data, `updated ${name} ${t}`);
+      updated[t] = { shape: [...p.shape], data };
+    }
+    out[name] = updated;
+  }
+  return out;
+}
