@@ -38,6 +38,8 @@ export interface AppOptions {
   readonly divergentParams?: Partial<LedgerParams>;
   /** Test hook at the state layer, run after the transactions of every block (e.g. to credit rewards). */
   readonly afterTransactions?: (state: LedgerWriter, env: LedgerEnv) => void;
+  /** Test hook run between applying a block and persisting it (crash tests kill the process here). */
+  readonly beforeCommit?: (height: number) => void;
 }
 
 /** The outcome of `finalizeBlock`. */
@@ -215,6 +217,7 @@ export class LedgerApp {
   commit(): ChainHead {
     const p = this.#pending;
     if (!p) throw new Error("Cannot commit: no block was finalized");
+    this.#options.beforeCommit?.(p.head.height);
     this.store.commit(p.head, p.overlay.changes(), {
       block: p.block as unknown as JsonValue,
       results: p.result.results,

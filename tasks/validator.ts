@@ -20,7 +20,14 @@ Options:
   -h, --help            show this help
 
 Test hook: NEURO_TEST_DIVERGENT_FEE=N makes this node burn N atoms per transaction instead of the genesis
-fee, so that it diverges on purpose (determinism tests only).`;
+fee, so that it diverges on purpose; NEURO_TEST_PAUSE_BEFORE_COMMIT=H makes it stop between applying and
+persisting block H (writing DIR/paused-before-commit) so a crash test can kill it there (tests only).`;
+
+/** Crash-test hook: marks the block as being applied, then blocks this process until it is killed. */
+function pauseForever(home: string, height: number): void {
+  Deno.writeTextFileSync(`${home}/paused-before-commit`, `${height}\n`);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 120_000);
+}
 
 async function main(): Promise<void> {
   const { values } = parse(Deno.args, {
@@ -49,13 +56,20 @@ async function main(): Promise<void> {
     throw new UsageError(`Cannot read genesis ${genesisPath}: ${(e as Error).message}`);
   }
   const divergent = Deno.env.get("NEURO_TEST_DIVERGENT_FEE");
+  const pauseAt = Number(Deno.env.get("NEURO_TEST_PAUSE_BEFORE_COMMIT") ?? "0");
+  const hooks = {
+    ...(divergent ? { divergentParams: { fee: Number(divergent) } } : {}),
+    ...(pauseAt > 0
+      ? { beforeCommit: (height: number) => height === pauseAt && pauseForever(home, height) }
+      : {}),
+  };
   const node = await startNode({
     home,
     genesis: parseJson(text),
     ...(values.follow ? { follow: values.follow } : {}),
     port,
     ...(interval ? { intervalMs: interval } : {}),
-    ...(divergent ? { app: { divergentParams: { fee: Number(divergent) } } } : {}),
+    app: hooks,
   });
   const stop = () => void node.stop();
   Deno.addSignalListener("SIGINT", stop);
