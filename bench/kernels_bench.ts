@@ -1,0 +1,168 @@
+/**
+ * Kernel benchmarks (`deno task bench`): matmul GFLOP/s for the reference loops, the deterministic
+ * WebAssembly SIMD path and onnxruntime-node on one thread (the fast, non-consensus comparison), on the
+ * SmolLM2-135M shapes 256×576×576, 256×576×1,536 and 256×576×49,152. Prints a GFLOP/s table at the end.
+ *
+ * The reference loops on the 49,152-wide head take several seconds per call, so that one case runs only with
+ * `NEURO_BENCH_FULL=1`. Model-level cases (a devnet training step, a SmolLM2-shaped block) live in
+ * this file when the model exists.
+ * @module
+ */
+
+import { matmul, matmulReference } from "../kernels/matmul.ts";
+import { wasmMatmulAvailable } from "../kernels/wasm/matmul_wasm.ts";
+
+type Shape = readonly [number, number, number];
+const SHAPES: readonly Shape[] = [[256, 576, 576], [256, 576, 1536], [256, 576, 49152]];
+const FULL = Deno.env.get("NEURO_BENCH_FULL") === "1";
+
+const best = new Map<string, number>(); // "path|M×K×N" → best milliseconds per call
+
+function record(path: string, shape: Shape, ms: number): void {
+  const key = `${path}|${shape.join("x")}`;
+  best.set(key, Math.min(best.get(key) ?? Infinity, ms));
+  peakRss = Math.max(peakRss, Deno.memoryUsage().rss);
+}
+
+let peakRss = 0; // bytes, sampled after every timed call
+
+function filled(n: number, seed: number): Float32Array {
+  const x = new Float32Array(n); // deterministic values in [-0.5, 0.5)
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    x[i] = (s >>> 8) / 16777216 - 0.5;
+  }
+  return x;
+}
+
+// ---- onnxruntime-node: a one-node MatMul model written as protobuf bytes by hand ----
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  while (n >= 0x80) {
+    out.push((n % 128) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+function bytesField(field: number, body: number[] | string): number[] {
+  const b = typeof body === "string" ? [...new TextEncoder().encode(body)] : body;
+  return [...varint((field << 3) | 2), ...varint(b.length), ...b];
+}
+function intField(field: number, v: number): number[] {
+  return [...varint(field << 3), ...varint(v)];
+}
+function tensorValueInfo(name: string, dims: readonly number[]): number[] {
+  const shape = dims.flatMap((d) => bytesField(1, intField(1, d))); // TensorShapeProto.dim.dim_value
+  const tensorType = [...intField(1, 1), ...bytesField(2, shape)]; // elem_type FLOAT, shape
+  return [...bytesField(1, name), ...bytesField(2, bytesField(1, tensorType))]; // ValueInfoProto
+}
+
+/** ModelProto bytes for C[M,N] = MatMul(A[M,K], B[K,N]) (IR 8, opset 13). */
+export function onnxMatmulModel(M: number, K: number, N: number): Uint8Array {
+  const node = [
+    ...bytesField(1, "A"),
+    ...bytesField(1, "B"),
+    ...bytesField(2, "C"),
+    ...bytesField(4, "MatMul"),
+  ];
+  const graph = [
+    ...bytesField(1, node),
+    ...bytesField(2, "matmul"),
+    ...bytesField(11, tensorValueInfo("A", [M, K])),
+    ...bytesField(11, tensorValueInfo("B", [K, N])),
+    ...bytesField(12, tensorValueInfo("C", [M, N])),
+  ];
+  const opset = [...bytesField(1, ""), ...intField(2, 13)];
+  return new Uint8Array([...intField(1, 8), ...bytesField(7, graph), ...bytesField(8, opset)]);
+}
+
+// deno-lint-ignore no-explicit-any
+type Ort = any;
+let ort: Ort = null;
+let ortError = "";
+try {
+  ort = await import("onnxruntime-node");
+} catch (e) {
+  ortError = `onnxruntime-node did not load under Deno: ${(e as Error).message}`;
+}
+
+// ---- the cases ----
+
+for (const shape of SHAPES) {
+  const [M, K, N] = shape;
+  const label = `${M}x${K}x${N}`;
+  const a = filled(M * K, 1), b = filled(K * N, 2), c = new Float32Array(M * N);
+  const timed = (path: string, fn: () => void) => () => {
+    const t0 = performance.now();
+    fn();
+    record(path, shape, performance.now() - t0);
+  };
+
+  Deno.bench({
+    name: `matmul reference ${label}`,
+    group: label,
+    ignore: N > 10000 && !FULL,
+    fn: timed("reference", () => matmulReference(a, b, c, M, K, N, "nn")),
+  });
+  Deno.bench({
+    name: `matmul wasm ${label}`,
+    group: label,
+    baseline: true,
+    ignore: !wasmMatmulAvailable(),
+    fn: timed("wasm", () => matmul(a, b, c, M, K, N, "nn")),
+  });
+  Deno.bench({
+    name: `matmul wasm nt ${label}`,
+    group: label,
+    ignore: !wasmMatmulAvailable(),
+    fn: timed("wasm nt", () => matmul(a, b, c, M, K, N, "nt")),
+  });
+
+  if (ort !== null) {
+    const session = await ort.InferenceSession.create(onnxMatmulModel(M, K, N), {
+      intraOpNumThreads: 1,
+      interOpNumThreads: 1,
+      executionMode: "sequential",
+      graphOptimizationLevel: "all",
+    });
+    const feeds = { A: new ort.Tensor("float32", a, [M, K]), B: new ort.Tensor("float32", b, [K, N]) };
+    Deno.bench({
+      name: `matmul onnxruntime 1 thread ${label}`,
+      group: label,
+      async fn() {
+        const t0 = performance.now();
+        await session.run(feeds);
+        record("onnxruntime", shape, performance.now() - t0);
+      },
+    });
+  }
+}
+
+globalThis.addEventListener("unload", () => {
+  const paths = ["reference", "wasm", "wasm nt", "onnxruntime"];
+  const lines = [
+    "",
+    'matmul GFLOP/s (best call; 2·M·K·N flops; 1 thread; "nn" unless marked)',
+    ["shape".padEnd(16), ...paths.map((p) => p.padStart(12)), "wasm/ort".padStart(10)].join(""),
+  ];
+  for (const shape of SHAPES) {
+    const flops = 2 * shape[0] * shape[1] * shape[2];
+    const rate = (p: string) => {
+      const ms = best.get(`${p}|${shape.join("x")}`);
+      return ms === undefined ? undefined : flops / ms / 1e6;
+    };
+    const cells = paths.map((p) => (rate(p)?.toFixed(1) ?? "-").padStart(12));
+    const w = rate("wasm"), o = rate("onnxruntime");
+    const ratio = w !== undefined && o !== undefined ? (w / o).toFixed(2) : "-";
+    lines.push([shape.join("×").padEnd(16), ...cells, ratio.padStart(10)].join(""));
+  }
+  if (!FULL) {
+    lines.push("reference on the 49,152-wide head skipped (several s per call): set NEURO_BENCH_FULL=1");
+  }
+  if (ortError !== "") lines.push(ortError);
+  lines.push(`peak RSS sampled after each call: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+  console.log(lines.join("\n"));
+});
