@@ -1,0 +1,191 @@
+/**
+ * Greedy generation with a key/value cache, and the full-prefix recomputation it must equal bit for bit.
+ *
+ * With a cache, each block keeps the rotated keys and the values of every earlier position; a new token's
+ * query attends over them through the same `attentionForward` (masked probabilities add nothing), and every
+ * other op is row-wise, so the logits of each step are the same bits as running the whole prefix again.
+ *
+ * @example
+ * ```ts
+ * import { generate } from "./generation.ts";
+ * import { initModel } from "./model.ts";
+ * import { PRESETS } from "./config.ts";
+ * const { tokens } = generate(initModel(PRESETS.devnet, 1), [1, 2, 3], 4); // 4 new ids
+ * ```
+ */
+import { ProtocolError } from "../core/errors.ts";
+import { attentionForward } from "./attention.ts";
+import { blockForward, mlpWeightsOf } from "./block.ts";
+import { headDim, type ModelConfig } from "./config.ts";
+import { argmax } from "./cross_entropy.ts";
+import { embeddingForward } from "./embedding.ts";
+import { headLogits } from "./head.ts";
+import { linearForward } from "./linear.ts";
+import { mlpForward } from "./mlp.ts";
+import { blockName, EMBED_TENSOR, type Model } from "./model.ts";
+import { addForward } from "./residual.ts";
+import { rmsnormForward } from "./rmsnorm.ts";
+import { rotaryForward, type RotaryTables, rotaryTables } from "./rotary.ts";
+import type { Tensors } from "./safetensors.ts";
+
+/** The logits [T, V] of every position of one row, computed over the whole row. */
+export function forwardLogits(model: Model, ids: readonly number[]): Float32Array {
+  const c = model.config, T = ids.length;
+  checkLength(c, T);
+  const tables = rotaryTables(T, headDim(c), c.rope_theta);
+  let x = embeddingForward(
+    model.components.embed![EMBED_TENSOR]!.data,
+    Int32Array.from(ids),
+    c.vocab_size,
+    c.hidden_size,
+  );
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    x = blockForward(x, model.components[blockName(i)]!, c, 1, T, tables).y;
+  }
+  return headLogits(x, model.components.norm!, model.components.embed!, c, T); // logits: [T,V]
+}
+
+function checkLength(c: ModelConfig, T: number): void {
+  if (T < 1 || T > c.max_position_embeddings) {
+    throw new ProtocolError(
+      "invalid_tensor",
+      `Cannot run model: ${T} positions, expected 1..${c.max_position_embeddings}`,
+    );
+  }
+}
+
+/** The cached keys and values of every block: each [max positions, KV]. */
+export class KvCache {
+  readonly k: Float32Array[];
+  readonly v: Float32Array[];
+  length = 0;
+  constructor(readonly config: ModelConfig) {
+    const KV = config.num_key_value_heads * headDim(config);
+    this.k = Array.from(
+      { length: config.num_hidden_layers },
+      () => new Float32Array(config.max_position_embeddings * KV),
+    );
+    this.v = Array.from(
+      { length: config.num_hidden_layers },
+      () => new Float32Array(config.max_position_embeddings * KV),
+    );
+  }
+}
+
+function w(p: Tensors, name: string): Float32Array {
+  return p[name]!.data;
+}
+
+/** Runs Tn new tokens of one block at positions cache.length … with the block's cached keys and values. */
+function blockDecode(
+  x: Float32Array,
+  p: Tensors,
+  c: ModelConfig,
+  cache: KvCache,
+  layer: number,
+  Tn: number,
+  tables: RotaryTables,
+) {
+  const C = c.hidden_size,
+    H = c.num_attention_heads,
+    KVH = c.num_key_value_heads,
+    D = headDim(c),
+    KV = KVH * D;
+  const at = cache.length;
+  const { y: n1 } = rmsnormForward(x, w(p, "input_layernorm.weight"), Tn, C, c.rms_norm_eps);
+  const q = rotaryForward(
+    linearForward(n1, w(p, "self_attn.q_proj.weight"), Tn, C, C),
+    tables,
+    1,
+    Tn,
+    H,
+    D,
+    at,
+  );
+  const k = rotaryForward(
+    linearForward(n1, w(p, "self_attn.k_proj.weight"), Tn, C, KV),
+    tables,
+    1,
+    Tn,
+    KVH,
+    D,
+    at,
+  );
+  const v = linearForward(n1, w(p, "self_attn.v_proj.weight"), Tn, C, KV);
+  cache.k[layer]!.set(k, at * KV);
+  cache.v[layer]!.set(v, at * KV);
+  const Tk = at + Tn;
+  const keys = cache.k[layer]!.subarray(0, Tk * KV), values = cache.v[layer]!.subarray(0, Tk * KV);
+  const { out: a } = attentionForward(q, keys, values, { B: 1, Tq: Tn, Tk, H, KVH, D });
+  const h = addForward(x, linearForward(a, w(p, "self_attn.o_proj.weight"), Tn, C, C));
+  const { y: n2 } = rmsnormForward(h, w(p, "post_attention_layernorm.weight"), Tn, C, c.rms_norm_eps);
+  return addForward(h, mlpForward(n2, mlpWeightsOf(p), Tn, C, c.intermediate_size).y);
+}
+
+/** Feeds `ids` at the cache's next positions; returns the logits [Tn, V] and advances the cache. */
+export function decode(
+  model: Model,
+  cache: KvCache,
+  ids: readonly number[],
+  tables: RotaryTables,
+): Float32Array {
+  const c = model.config, Tn = ids.length;
+  checkLength(c, cache.length + Tn);
+  let x = embeddingForward(
+    model.components.embed![EMBED_TENSOR]!.data,
+    Int32Array.from(ids),
+    c.vocab_size,
+    c.hidden_size,
+  );
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    x = blockDecode(x, model.components[blockName(i)]!, c, cache, i, Tn, tables);
+  }
+  cache.length += Tn;
+  return headLogits(x, model.components.norm!, model.components.embed!, c, Tn);
+}
+
+/** The result of greedy generation: the new ids and the logits [V] that chose each one. */
+export interface Generation {
+  readonly tokens: number[];
+  readonly logits: Float32Array[];
+}
+
+/** Greedy generation with a cache: up to `maxNew` ids, stopping after `eos` when given. */
+export function generate(model: Model, prompt: readonly number[], maxNew: number, eos?: number): Generation {
+  const c = model.config, V = c.vocab_size;
+  checkLength(c, prompt.length + maxNew - 1);
+  const tables = rotaryTables(c.max_position_embeddings, headDim(c), c.rope_theta);
+  const cache = new KvCache(c);
+  const tokens: number[] = [], logits: Float32Array[] = [];
+  let out = decode(model, cache, prompt, tables);
+  for (let s = 0; s < maxNew; s++) {
+    const last = out.slice((out.length / V - 1) * V); // last: [V]
+    const next = argmax(last, 1, V)[0]!;
+    tokens.push(next);
+    logits.push(last);
+    if (next === eos || s === maxNew - 1) break;
+    out = decode(model, cache, [next], tables);
+  }
+  return { tokens, logits };
+}
+
+/** Greedy generation by recomputing the whole prefix at every step (the definition `generate` must equal). */
+export function generateByRecompute(
+  model: Model,
+  prompt: readonly number[],
+  maxNew: number,
+  eos?: number,
+): Generation {
+  const V = model.config.vocab_size;
+  const ids = [...prompt], tokens: number[] = [], logits: Float32Array[] = [];
+  for (let s = 0; s < maxNew; s++) {
+    const all = forwardLogits(model, ids);
+    const last = all.slice((ids.length - 1) * V);
+    const next = argmax(last, 1, V)[0]!;
+    tokens.push(next);
+    logits.push(last);
+    ids.push(next);
+    if (next === eos) break;
+  }
+  return { tokens, logits };
+}

@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { sha256Hex } from "../../core/digest.ts";
+import { replayStage } from "../../kernels/referee.ts";
+import { readValue, writeSafetensors, writeValue } from "../../kernels/safetensors.ts";
+import type { StageTrace } from "../../kernels/trace.ts";
+import { honestStep } from "./_step_fixture.ts";
+import { TINY_BATCH } from "./_tiny.ts";
+
+const fixture = honestStep();
+const ACT = [2, 6, 16];
+
+function replay(stage: number, trace: StageTrace, objects = fixture.objects) {
+  return replayStage({
+    parent: fixture.parent,
+    batch: TINY_BATCH,
+    stage,
+    trace,
+    fetch: (r) => objects.get(r),
+  });
+}
+
+/** Stores a copy of an activation with one element nudged; returns its root and the new objects. */
+function forgedValue(root: string): { root: string; objects: Map<string, Uint8Array> } {
+  const t = readValue(fixture.objects.get(root)!, ACT);
+  t.data[3] = t.data[3]! + 0.125;
+  const bytes = writeValue(t);
+  const objects = new Map(fixture.objects);
+  objects.set(sha256Hex(bytes), bytes);
+  return { root: sha256Hex(bytes), objects };
+}
+
+Deno.test("referee: every stage of an honest step matches", () => {
+  fixture.out.traces.forEach((t, i) => assert.deepEqual(replay(i, t), { verdict: "match" }));
+});
+
+Deno.test("referee: a forged output is named forward output", () => {
+  for (const stage of [0, 1]) {
+    const t = fixture.out.traces[stage]!;
+    const f = forgedValue(t.output);
+    const v = replay(stage, { ...t, output: f.root }, f.objects);
+    assert.equal(v.verdict === "mismatch" && v.what, "forward output");
+  }
+});
+
+Deno.test("referee: a forged loss or head gradient on stage 0 is named loss or head gradient", () => {
+  const t = fixture.out.traces[0]!;
+  assert.equal(
+    (replay(0, { ...t, loss: "0x1.0000000000000p+1" }) as { what?: string }).what,
+    "loss or head gradient",
+  );
+  const f = forgedValue(t.head_gradient!);
+  assert.equal(
+    (replay(0, { ...t, head_gradient: f.root }, f.objects) as { what?: string }).what,
+    "loss or head gradient",
+  );
+});
+
+Deno.test("referee: a forged input gradient or squared norm is named backward gradient", () => {
+  const t = fixture.out.traces[2]!;
+  const f = forgedValue(t.gradient_in!);
+  assert.equal(
+    (replay(2, { ...t, gradient_in: f.root }, f.objects) as { what?: string }).what,
+    "backward gradient",
+  );
+  assert.equal(
+    (replay(2, { ...t, norm_squared: "0x1.0000000000000p-3" }) as { what?: string }).what,
+    "backward gradient",
+  );
+  const t0 = fixture.out.traces[0]!;
+  assert.equal(
+    (replay(0, { ...t0, norm_squared: "0x1.0000000000000p-3" }) as { what?: string }).what,
+    "backward gradient",
+  );
+});
+
+Deno.test("referee: a forged component update is named optimizer update", () => {
+  for (const stage of [0, 1]) {
+    const t = fixture.out.traces[stage]!;
+    const name = t.partition[t.partition.length - 1]!;
+    const components = { ...t.components, [name]: sha256Hex(writeSafetensors({})) };
+    assert.equal((replay(stage, { ...t, components }) as { what?: string }).what, "optimizer update");
+  }
+});
+
+Deno.test("referee: malformed or missing inputs are a mismatch of the phase that needs them", () => {
+  const t1 = fixture.out.traces[1]!;
+  const missing = new Map(fixture.objects);
+  missing.delete(t1.input);
+  assert.equal((replay(1, t1, missing) as { what?: string }).what, "forward output");
+  const wrongBytes = new Map(fixture.objects);
+  wrongBytes.set(t1.gradient_out, writeValue({ shape: ACT, data: new Float32Array(192) }));
+  assert.equal((replay(1, t1, wrongBytes) as { what?: string }).what, "backward gradient");
+  // A sealed gradient file that holds NaN: its bytes hash to the root the trace names, yet it cannot be read.
+  const nan = new Uint8Array(fixture.objects.get(t1.gradient_out)!);
+  new DataView(nan.buffer).setFloat32(nan.length - 4, NaN, true);
+  const withNan = new Map(fixture.objects);
+  withNan.set(sha256Hex(nan), nan);
+  const v = replay(1, { ...t1, gradient_out: sha256Hex(nan) }, withNan);
+  assert.equal(v.verdict === "mismatch" && v.what, "backward gradient");
+  assert.match((v as { message: string }).message, /non_finite_tensor/);
+  const badShape = new Map(fixture.objects);
+  const small = writeValue({ shape: [1], data: new Float32Array(1) });
+  badShape.set(sha256Hex(small), small);
+  assert.equal(
+    (replay(1, { ...t1, input: sha256Hex(small) }, badShape) as { what?: string }).what,
+    "forward output",
+  );
+});
+
+Deno.test("referee: running out of memory is reported as an error, never as a mismatch", () => {
+  const t = fixture.out.traces[1]!;
+  const v = replayStage({
+    parent: fixture.parent,
+    batch: TINY_BATCH,
+    stage: 1,
+    trace: t,
+    fetch: () => {
+      throw new RangeError("Array buffer allocation failed");
+    },
+  });
+  assert.deepEqual(v, { verdict: "error", message: "RangeError: Array buffer allocation failed" });
+});
