@@ -18,15 +18,13 @@ import { parseArgs } from "node:util";
 import { canonical, canonicalBytes } from "../../core/canonical.ts";
 import { crashPointHits } from "../../actors/runtime/crash_point.ts";
 import { defineActor, DurableActor } from "../../actors/runtime/durable.ts";
-import { Journal, operationId } from "../../actors/runtime/journal.ts";
+import { Journal } from "../../actors/runtime/journal.ts";
+import { OPERATIONS } from "./_operations.ts";
 import { serveActor } from "../../actors/runtime/actor_http.ts";
 import { Submitter } from "../../actors/runtime/submit.ts";
 import { loadToken } from "../../actors/runtime/token.ts";
 import { TransportClient } from "../../actors/runtime/transport.ts";
 import { counter, machines } from "../actors/runtime/_counter.ts";
-
-/** The operations `run` delivers: ids derived from content. */
-export const OPERATIONS = [1, 2].map((n) => ({ opId: operationId("crash-matrix", { n }), input: { n } }));
 
 const ENV = { height: 1, time: 0, params: {} };
 
