@@ -69,10 +69,14 @@ export function matmul(
 ): void {
   validateMatmul(a, b, out, M, K, N, layout);
   if (!FORCE_REFERENCE && M * K * N >= WASM_MIN_WORK && wasmMatmulAvailable() && wasmMatmulFits(M, K, N)) {
-    wasmMatmul(a, b, out, M, K, N, layout);
-  } else {
-    referenceLoops(a, b, out, M, K, N, layout);
+    try {
+      wasmMatmul(a, b, out, M, K, N, layout);
+      return;
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e; // the wasm memory could not grow: same bits from the loops
+    }
   }
+  referenceLoops(a, b, out, M, K, N, layout);
 }
 
 /** C = A·B by the plain TypeScript loops that are the definition (never the WebAssembly path). */

@@ -99,7 +99,7 @@ export function wasmMatmul(
     throw new Error(`Cannot run the WebAssembly matmul: it needs ${at.end} bytes, more than ${MAX_BYTES}`);
   }
   const have = ex.memory.buffer.byteLength;
-  if (at.end > have) ex.memory.grow(Math.ceil((at.end - have) / PAGE));
+  if (at.end > have) ex.memory.grow(Math.ceil((at.end - have) / PAGE)); // throws RangeError when refused
   const buf = ex.memory.buffer;
   new Float32Array(buf, at.a, M * K).set(a.subarray(0, M * K));
   new Float32Array(buf, at.b, K * N).set(b.subarray(0, K * N));
