@@ -94,7 +94,8 @@ export function preTokenizeText(text: string): string[] {
 export function preTokenize(text: string, specials: readonly string[]): string[] {
   const out: string[] = [];
   for (const part of splitSpecial(text, specials)) {
-    if (!part.special) out.push(...preTokenizeText(part.text));
+    if (part.special) continue;
+    for (const piece of preTokenizeText(part.text)) out.push(piece);
   }
   return out;
 }
