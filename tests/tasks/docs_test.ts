@@ -18,12 +18,13 @@ Deno.test("deno task docs writes every page, --check then passes, and a stale pa
     const missing = await run("--check", "--root", root);
     assert.equal(missing.code, 1);
     assert.match(missing.stdout, /missing {2}docs\/workflows\/training\.md/);
-    assert.match(missing.stderr, /^error: 8 diagram page\(s\) are stale; run `deno task docs`/);
+    assert.match(missing.stderr, /^error: 9 diagram page\(s\) are stale; run `deno task docs`/);
     await assert.rejects(Deno.stat(`${root}/docs/workflows/training.md`));
 
     const wrote = await run("--root", root);
     assert.equal(wrote.code, 0, wrote.stderr);
     assert.match(wrote.stdout, /wrote {4}docs\/workflows\/epoch\.md/);
+    assert.match(wrote.stdout, /wrote {4}docs\/workflows\/README\.md/);
     assert.equal((await run("--check", "--root", root)).code, 0);
 
     await Deno.writeTextFile(`${root}/docs/workflows/cohort.md`, "old\n");

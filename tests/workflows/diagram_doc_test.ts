@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { diagramDoc, diagramPath } from "../../workflows/diagram_doc.ts";
+import { diagramDoc, diagramPath, INDEX_PATH, indexDoc } from "../../workflows/diagram_doc.ts";
 import { MACHINE_FILES, machineByName, MACHINES } from "../../workflows/registry.ts";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -15,6 +15,15 @@ Deno.test("every committed diagram page equals the machine's current rendering (
     );
     assert.ok(committed!.includes("```mermaid\n" + machine.diagram()), `${name} page lacks its diagram`);
   }
+});
+
+Deno.test("the committed index page lists every machine (run `deno task docs` if not)", async () => {
+  const committed = await Deno.readTextFile(new URL(INDEX_PATH, ROOT)).catch(() => null);
+  assert.equal(committed, indexDoc(MACHINES, MACHINE_FILES));
+  assert.match(
+    committed!,
+    /\| \[training\]\(training\.md\) \| 1 \| `workflows\/training\.ts` \| `reserved` /,
+  );
 });
 
 Deno.test("the registry holds every lifecycle machine under its journal name, each with its source file", async () => {
