@@ -1,0 +1,113 @@
+/**
+ * A stage computed from committed bytes to committed bytes, as a Worker runs it (PROTOCOL §10.3): it holds
+ * only its own components, receives the previous stage's activation (or, on stage 0, the batch), later the
+ * gradient of its output, and last the global clip scale. Every output is the canonical file whose root is
+ * committed; `trainStep` and `replayStage` compute exactly the same bits.
+ *
+ * @example
+ * ```ts
+ * import { openStage } from "./stage_io.ts";
+ * // const s = openStage({ config, partition, components, batch });
+ * // const output = s.forward(inputBytes);          // stage > 0 (stage 0: s.forward(null))
+ * // const { loss, headGradient } = s.head(headInputBytes);   // stage 0 only
+ * // const { gradientIn, normSquared } = s.backward(gradientOutBytes);
+ * // const files = s.update(learningRate, scale);    // component name → safetensors bytes
+ * ```
+ */
+import { ProtocolError } from "../core/errors.ts";
+import { type Batch, batchArrays, validateBatch } from "./batch.ts";
+import { headDim, type ModelConfig } from "./config.ts";
+import { headForwardBackward, type HeadResult } from "./head.ts";
+import { readComponent } from "./manifest.ts";
+import { rotaryTables } from "./rotary.ts";
+import { readValue, type Tensors, writeSafetensors, writeValue } from "./safetensors.ts";
+import {
+  applyUpdate,
+  normSquared,
+  stageBackward,
+  type StageForward,
+  stageForward,
+  type StepShape,
+} from "./stage.ts";
+
+/** What a stage is opened with. */
+export interface StageSetup {
+  readonly config: ModelConfig;
+  readonly partition: readonly string[];
+  /** The canonical safetensors bytes of every component of the partition. */
+  readonly components: Record<string, Uint8Array>;
+  readonly batch: Batch;
+}
+
+/** One stage of one step, holding what its later phases need. */
+export interface OpenStage {
+  /** Runs the stage forward; `input` is null on stage 0, else the previous stage's output file. */
+  forward(input: Uint8Array | null): Uint8Array;
+  /** Stage 0 only: final norm, head and loss on the last stage's output; returns the loss and head gradient. */
+  head(headInput: Uint8Array): { loss: number; headGradient: Uint8Array };
+  /** Backward from the gradient of the stage's output: the gradient of its input (null on stage 0). */
+  backward(gradientOut: Uint8Array): { gradientIn: Uint8Array | null; normSquared: number };
+  /** The updated components' files with the global scale. */
+  update(learningRate: number, scale: number): Record<string, Uint8Array>;
+}
+
+function order(what: string): ProtocolError {
+  return new ProtocolError("invalid_transition", `Cannot run stage: ${what}`);
+}
+
+/** Parses the stage's components and batch (`invalid_tensor`/`invalid_model` when malformed). */
+export function openStage(setup: StageSetup): OpenStage {
+  const c = setup.config;
+  const batch = validateBatch(setup.batch as never, c);
+  const partition = [...setup.partition];
+  const isHead = partition[0] === "embed";
+  const components: Record<string, Tensors> = {};
+  for (const name of partition) {
+    const bytes = setup.components[name];
+    if (!bytes) throw new ProtocolError("invalid_model", `Cannot open stage: component ${name} is missing`);
+    components[name] = readComponent(c, name, bytes);
+  }
+  const { B, T, ids, labels } = batchArrays(batch);
+  const shape: StepShape = { config: c, B, T, ids, tables: rotaryTables(T, headDim(c), c.rope_theta) };
+  const act = [B, T, c.hidden_size];
+  let fwd: StageForward | null = null;
+  let head: HeadResult | null = null;
+  let grads: Record<string, Tensors> | null = null;
+  return {
+    forward(input) {
+      if (isHead !== (input === null)) {
+        throw order(isHead ? "stage 0 embeds the batch" : "an input activation is needed");
+      }
+      fwd = stageForward(shape, partition, components, input ? readValue(input, act).data : null);
+      return writeValue({ shape: act, data: fwd.output });
+    },
+    head(headInput) {
+      if (!isHead) throw order("only stage 0 runs the head");
+      head = headForwardBackward(
+        readValue(headInput, act).data,
+        labels,
+        components.norm!,
+        components.embed!,
+        c,
+        B * T,
+      );
+      return { loss: head.loss, headGradient: writeValue({ shape: act, data: head.dHidden }) };
+    },
+    backward(gradientOut) {
+      if (!fwd || (isHead && !head)) {
+        throw order("backward needs the forward (and on stage 0 the head) first");
+      }
+      const r = stageBackward(shape, partition, components, fwd, readValue(gradientOut, act).data, head);
+      grads = r.grads;
+      return {
+        gradientIn: r.gradientIn ? writeValue({ shape: act, data: r.gradientIn }) : null,
+        normSquared: normSquared(partition, r.grads),
+      };
+    },
+    update(learningRate, scale) {
+      if (!grads) throw order("update needs the backward first");
+      const updated = applyUpdate(partition, components, grads, learningRate, scale);
+      return Object.fromEntries(partition.map((name) => [name, writeSafetensors(updated[name]!)]));
+    },
+  };
+}
