@@ -37,6 +37,8 @@ export interface GgufFile {
   readonly metadata: ReadonlyMap<string, GgufValue>;
   readonly tensors: readonly GgufTensorInfo[];
   readonly alignment: number;
+  /** Byte offset where the metadata ends and the tensor infos begin. */
+  readonly metadataEnd: number;
   /** Byte offset of the data section. */
   readonly dataOffset: number;
   readonly bytes: Uint8Array;
@@ -189,6 +191,7 @@ export function readGguf(bytes: Uint8Array): GgufFile {
     metadata.set(key, readValue(c, type, `metadata ${key}`, 0));
   }
 
+  const metadataEnd = c.pos;
   let alignment = 32;
   const declared = metadata.get("general.alignment");
   if (declared !== undefined) {
@@ -240,7 +243,7 @@ export function readGguf(bytes: Uint8Array): GgufFile {
     }
     return { name, dims, type, offset, byteLength };
   });
-  return { version, metadata, tensors, alignment, dataOffset, bytes };
+  return { version, metadata, tensors, alignment, metadataEnd, dataOffset, bytes };
 }
 
 /** The metadata value under `key`, or a clear `invalid_model` error when it is absent. */

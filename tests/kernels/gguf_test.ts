@@ -60,6 +60,13 @@ Deno.test("metadata of every value type is read back with its exact value", () =
   assert.equal(f.tensors.length, 0);
 });
 
+Deno.test("the metadata ends after the last value and the data section starts at the next alignment", () => {
+  // 24 header bytes, key "k" (8 + 1), type (4), u8 value (1) = 38.
+  const f = readGguf(writeGguf({ metadata: [["k", { t: 0, v: 7 }]] }));
+  assert.equal(f.metadataEnd, 38);
+  assert.equal(f.dataOffset, 64);
+});
+
 Deno.test("tensor infos give absolute offsets after the aligned header", () => {
   const bytes = writeGguf({
     metadata: [["general.alignment", { t: 4, v: 64 }]],

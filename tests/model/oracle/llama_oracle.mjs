@@ -1,4 +1,5 @@
-// llama.cpp reference outputs for the SmolLM2 tests, through node-llama-cpp@3.21.1 on the CPU with one thread.
+// llama.cpp reference outputs for the SmolLM2 tests, through node-llama-cpp@3.21.1 on the CPU with one thread
+// and a float32 KV cache.
 // Usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json
 // Writes OUT.json (token ids, per-position argmax and top log-probabilities, a greedy answer, timings) and
 // OUT.json.logprobs.f32 (natural-log probabilities of every token at every position, float32 little-endian).
@@ -22,7 +23,15 @@ const chat = { text: input.chat, ids: tokenize(input.chat) };
 const prompt = tokenize(input.logits_text).slice(0, input.logits_tokens);
 if (prompt.length !== input.logits_tokens) throw new Error(`logits_text has only ${prompt.length} tokens`);
 
-const context = await model.createContext({ contextSize: 512, batchSize: 512, threads: 1 });
+// A float32 KV cache (llama.cpp's default is F16) so that only the weights' format limits the precision.
+const context = await model.createContext({
+  contextSize: 512,
+  batchSize: 512,
+  threads: 1,
+  flashAttention: false,
+  experimentalKvCacheKeyType: "F32",
+  experimentalKvCacheValueType: "F32",
+});
 
 // Per-position next-token distributions on the prompt (prompt processing, timed).
 const sequence = context.getSequence();

@@ -6,12 +6,15 @@
  * ignored.
  */
 import { sha256Hex } from "../../../core/digest.ts";
+import { readGguf } from "../../../kernels/gguf.ts";
 import { ROOT, SLOW } from "../smollm2_file.ts";
+import { writeF32Gguf } from "./f32_gguf.ts";
 
 /** What `llama_oracle.mjs` writes (see that file). */
 export interface LlamaReference {
   runtime: string;
   threads: number;
+  kv_cache: string;
   probes: { text: string; ids: number[] }[];
   chat: { text: string; ids: number[] };
   hello_world: number[];
@@ -37,12 +40,18 @@ async function run(cmd: string, args: string[], cwd: string): Promise<{ ok: bool
 /** The reference outputs and the per-position log-probabilities ([positions, V]), or why they are missing. */
 export async function llamaReference(
   modelPath: string | null,
-): Promise<{ ref: LlamaReference; logprobs: Float32Array; reason: null } | { ref: null; reason: string }> {
+): Promise<
+  { ref: LlamaReference; logprobs: Float32Array; reason: null } | {
+    ref: null;
+    logprobs: null;
+    reason: string;
+  }
+> {
   const skip = (reason: string) => {
     console.warn(`ignored: ${reason}`);
-    return { ref: null, reason } as const;
+    return { ref: null, logprobs: null, reason } as const;
   };
-  if (!SLOW) return { ref: null, reason: "set NEURO_SLOW=1 to compare against llama.cpp" };
+  if (!SLOW) return { ref: null, logprobs: null, reason: "set NEURO_SLOW=1 to compare against llama.cpp" };
   if (modelPath === null) return skip("the SmolLM2 file is not available");
   const node = await run("node", ["--version"], HERE);
   if (!node.ok || Number(node.text.replace(/^v/, "").split(".")[0]) < 20) {
@@ -88,3 +97,13 @@ export const PROBES = JSON.parse(await Deno.readTextFile(HERE + "probes.json")) 
   logits_tokens: number;
   generate_tokens: number;
 };
+
+/** The F32 copy of a GGUF file next to it (`….F32.gguf`), written once; null when there is no source. */
+export async function f32Copy(path: string | null): Promise<string | null> {
+  if (path === null) return null;
+  const target = path.replace(/\.[^./]+\.gguf$/, ".F32.gguf");
+  if (target === path) throw new Error(`Cannot name the F32 copy of ${path}`);
+  const exists = await Deno.stat(target).then((s) => s.size > 0, () => false);
+  if (!exists) await writeF32Gguf(readGguf(await Deno.readFile(path)), target);
+  return target;
+}

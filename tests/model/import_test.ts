@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import { ObjectStore } from "../../core/object_store.ts";
+import { loadModel } from "../../kernels/manifest.ts";
+import { loadCodec } from "../../text/codec.ts";
+import { writeGguf, type WValue } from "../kernels/gguf_writer.ts";
+import { ggufTensors, metadata } from "../kernels/gguf_tiny_llama.ts";
+import { ROOT, SMOLLM2_PIN, smollm2File } from "./smollm2_file.ts";
+
+async function importTask(...args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-write", "tasks/model_import.ts", ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const d = new TextDecoder();
+  return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
+}
+
+function roots(stdout: string): { model: string; codec: string } {
+  const m = /^model_root ([0-9a-f]{64})\ncodec_root ([0-9a-f]{64})\n$/.exec(stdout);
+  assert.ok(m, stdout);
+  return { model: m[1]!, codec: m[2]! };
+}
+
+const strings = (xs: string[]): WValue => ({ t: 9, item: 8, v: xs.map((v) => ({ t: 8, v })) });
+const ints = (xs: number[]): WValue => ({ t: 9, item: 5, v: xs.map((v) => ({ t: 5, v })) });
+
+/** The tiny llama of the kernel tests with a 4-token byte-level tokenizer and a chat template. */
+function tinyModel(): Uint8Array {
+  const tokenizer: [string, WValue][] = [
+    ["tokenizer.ggml.model", { t: 8, v: "gpt2" }],
+    ["tokenizer.ggml.pre", { t: 8, v: "smollm" }],
+    ["tokenizer.ggml.tokens", strings(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "a"])],
+    ["tokenizer.ggml.token_type", ints([3, 3, 3, 1])],
+    ["tokenizer.ggml.merges", strings([])],
+    ["tokenizer.ggml.bos_token_id", { t: 4, v: 1 }],
+    ["tokenizer.ggml.eos_token_id", { t: 4, v: 2 }],
+    ["tokenizer.ggml.unknown_token_id", { t: 4, v: 0 }],
+    ["tokenizer.chat_template", {
+      t: 8,
+      v: "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}{% endfor %}",
+    }],
+  ];
+  return writeGguf({ metadata: [...metadata(), ...tokenizer], tensors: ggufTensors() });
+}
+
+async function tempDir(fn: (dir: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "neuroshard-import-test-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("model:import stores a GGUF model and its codec, prints both roots, and is deterministic", async () => {
+  await tempDir(async (dir) => {
+    await Deno.writeFile(`${dir}/tiny.gguf`, tinyModel());
+    const first = await importTask("--gguf", `${dir}/tiny.gguf`, "--objects", `${dir}/objects`);
+    assert.equal(first.code, 0, first.stderr);
+    const { model, codec } = roots(first.stdout);
+    const store = new ObjectStore(`${dir}/objects`);
+    const loaded = await loadModel(store, model);
+    assert.equal(loaded.manifest.tokenizer_root, codec);
+    assert.equal(loaded.manifest.parent, null);
+    assert.deepEqual(Object.keys(loaded.manifest.components), ["block_000", "block_001", "embed", "norm"]);
+    assert.equal((await loadCodec(store, codec)).root, codec);
+    const again = await importTask("--gguf", `${dir}/tiny.gguf`, "--objects", `${dir}/other`);
+    assert.deepEqual(roots(again.stdout), { model, codec });
+  });
+});
+
+Deno.test("model:import refuses a missing option, a missing file and a file that is not GGUF, storing nothing", async () => {
+  await tempDir(async (dir) => {
+    const noGguf = await importTask("--objects", `${dir}/objects`);
+    assert.equal(noGguf.code, 2);
+    assert.match(noGguf.stderr, /error: --gguf is required/);
+    const missing = await importTask("--gguf", `${dir}/none.gguf`, "--objects", `${dir}/objects`);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /error: Cannot import model: cannot read .*none\.gguf/);
+    await Deno.writeTextFile(`${dir}/bad.gguf`, "GGML is not GGUF");
+    const bad = await importTask("--gguf", `${dir}/bad.gguf`, "--objects", `${dir}/objects`);
+    assert.equal(bad.code, 1);
+    assert.match(
+      bad.stderr,
+      /error: Cannot read GGUF: magic is 0x4c4d4747, expected 0x46554747 \(GGUF\) \(invalid_model\)/,
+    );
+    assert.equal(await Deno.stat(`${dir}/objects`).then(() => true, () => false), false);
+  });
+});
+
+const file = await smollm2File();
+
+Deno.test({
+  name: "model:import imports SmolLM2 with 134,515,008 parameters in 32 components",
+  ignore: file.path === null,
+  fn: async () => {
+    await tempDir(async (dir) => {
+      const r = await importTask("--gguf", file.path!, "--objects", dir);
+      assert.equal(r.code, 0, r.stderr);
+      const { model, codec } = roots(r.stdout);
+      const loaded = await loadModel(new ObjectStore(dir), model);
+      assert.equal(loaded.manifest.parameters, SMOLLM2_PIN.parameters);
+      assert.equal(Object.keys(loaded.manifest.components).length, 32);
+      assert.deepEqual(loaded.manifest.origin, {
+        file: SMOLLM2_PIN.gguf_file,
+        format: "gguf",
+        sha256: SMOLLM2_PIN.gguf_sha256,
+      });
+      const c = await loadCodec(new ObjectStore(dir), codec);
+      assert.equal(c.manifest.vocabulary, 49152);
+      console.log(`SmolLM2 model_root ${model} codec_root ${codec}`);
+    });
+  },
+});
