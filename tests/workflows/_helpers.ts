@@ -1,6 +1,14 @@
 /** Shared helpers for the workflow machine tests: environments, roots and edge coverage. */
 import assert from "node:assert/strict";
-import type { Machine, MachineEnv, MachineEvent, MachineState, Step } from "../../workflows/machine.ts";
+import { canonical, decodeCanonical } from "../../core/canonical.ts";
+import {
+  type Machine,
+  type MachineEnv,
+  type MachineEvent,
+  type MachineState,
+  stateHash,
+  type Step,
+} from "../../workflows/machine.ts";
 import { DEVNET_PARAMS, type WorkflowParams } from "../../workflows/params.ts";
 
 /** An environment at height `height` with the devnet parameters (or overrides). */
@@ -27,6 +35,9 @@ export class Coverage<S extends MachineState, E extends MachineEvent, P> {
       );
     }
     this.taken.add(`${state.status} -${event.type}-> ${step.state.status}`);
+    // Every state must survive canonical JSON exactly, since journals and the ledger hash it.
+    assert.deepEqual(decodeCanonical(canonical(step.state)), step.state);
+    assert.match(stateHash(step.state), /^[0-9a-f]{64}$/);
     return step.state;
   }
 
