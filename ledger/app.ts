@@ -65,6 +65,8 @@ export class LedgerApp {
     | { block: Block; overlay: Overlay; head: ChainHead; sums: MoneySums; result: FinalizeResult }
     | null = null;
   readonly #verified = new Map<string, VerifiedEnvelope>();
+  /** How many envelopes this instance verified cryptographically (cache hits are not counted). */
+  verifications = 0;
 
   private constructor(store: LedgerStore, genesisValue: JsonValue, options: AppOptions) {
     this.store = store;
@@ -126,6 +128,7 @@ export class LedgerApp {
     const hash = rawHash(raw);
     const cached = this.#verified.get(hash);
     if (cached) return { ok: true, tx: cached, hash };
+    this.verifications++;
     const r = decodeEnvelope(raw);
     if (!r.ok) return r;
     this.#remember(hash, r.value);
@@ -193,6 +196,7 @@ export class LedgerApp {
       hashes.push(hash);
       let v = this.#verified.get(hash);
       if (!v) {
+        this.verifications++;
         const r = verifyEnvelope(tx);
         if (!r.ok) {
           results.push({ ok: false, code: r.code, message: r.message });

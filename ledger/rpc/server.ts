@@ -1,7 +1,8 @@
 /**
  * The validator RPC (PROTOCOL §13) on 127.0.0.1, answering canonical JSON:
  *
- * - `POST /broadcast_tx` (body: raw envelope bytes, `Content-Type: application/json`, at most 2 MiB) →
+ * - `POST /broadcast_tx` (body: raw envelope bytes, `Content-Type: application/json` or
+ *   `application/octet-stream`, at most 2 MiB) →
  *   `{hash, check: {ok, code?, message?}}`
  * - `GET /tx?hash=<64 hex>` → `{status: "committed", height, result}` | `{status: "pending"}` | `{status: "unknown"}`
  * - `GET /block?height=N[&wait=ms]` → `{height, block, app_hash, results}` (404 `not_found` when not committed;
@@ -60,9 +61,10 @@ async function readBounded(req: Request, limit: number): Promise<Uint8Array | nu
   return out;
 }
 
+/** Raw envelope bytes may be labelled as JSON or as plain bytes; anything else is refused. */
 function isJson(req: Request): boolean {
   const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
-  return type === "application/json";
+  return type === "application/json" || type === "application/octet-stream";
 }
 
 /** The request handler of a node's RPC. */
@@ -81,7 +83,7 @@ export function rpcHandler(node: RpcNode): (req: Request) => Promise<Response> {
             "bad_request",
             `Cannot serve ${path}: content type is ${
               req.headers.get("content-type") ?? "absent"
-            }, expected application/json`,
+            }, expected application/json or application/octet-stream`,
           );
         }
         const limit = path === "/broadcast_tx" ? MAX_TX_BYTES : MAX_SMALL_BODY;

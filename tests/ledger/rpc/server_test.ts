@@ -92,7 +92,8 @@ Deno.test("a wrong content type is refused with 415 bad_request", async () => {
     assertEquals(answer, {
       ok: false,
       code: "bad_request",
-      message: "Cannot serve /broadcast_tx: content type is text/plain, expected application/json",
+      message:
+        "Cannot serve /broadcast_tx: content type is text/plain, expected application/json or application/octet-stream",
     });
     await unchanged(node);
   });
