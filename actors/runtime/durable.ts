@@ -126,7 +126,7 @@ export class DurableActor {
     const actor = new DurableActor(journal, def);
     for (const inst of actor.log.instances()) {
       const machine = actor.machines.get(inst.machine);
-      const r = replayInstance(machine, inst, actor.log.events(inst.instance));
+      const r = replayInstance(machine, inst, actor.log.replayEvents(inst.instance));
       if (!r.ok) throw divergence(`Cannot open actor ${def.name}: ${formatDivergence(r.divergence)}`);
       actor.live.set(inst.instance, { machine: machine!, state: r.value.state });
     }

@@ -14,8 +14,9 @@
  * if (!report.ok) console.log(formatDivergence(report.divergence));
  * ```
  */
-import { canonical, decodeCanonical, type JsonValue } from "../../core/canonical.ts";
-import { sha256Hex } from "../../core/digest.ts";
+import { canonical, type JsonValue } from "../../core/canonical.ts";
+import { createHash } from "node:crypto";
+import { ProtocolError } from "../../core/errors.ts";
 import type { Machine, MachineEnv, MachineEvent, MachineState } from "../../workflows/machine.ts";
 import { EventLog, type EventRecord, type InstanceRecord } from "./event_log.ts";
 import type { Journal } from "./journal.ts";
@@ -53,17 +54,41 @@ export type ReplayResult<T> = { readonly ok: true; readonly value: T } | {
   readonly divergence: Divergence;
 };
 
-const encoder = new TextEncoder();
+/** The fields of a recorded event that a replay reads. */
+export type ReplayEvent = Pick<
+  EventRecord,
+  "seq" | "machine" | "machineVersion" | "event" | "env" | "outcome" | "state" | "stateHash"
+>;
 
+/** sha256 hex of canonical (ASCII) text: the same bytes as `id(value)` hashes. */
 function hashText(text: string): string {
-  return sha256Hex(encoder.encode(text));
+  return createHash("sha256").update(text).digest("hex");
 }
+
+/**
+ * Parses canonical text strictly: the platform parser, then re-encoding must give the text back (which
+ * rejects duplicate keys, floats, unsafe integers, lone surrogates and any non-canonical spelling).
+ */
+function parseCanonical(text: string): JsonValue {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new ProtocolError("invalid_json", `Cannot parse JSON: ${(e as Error).message}`);
+  }
+  if (canonical(value) !== text) {
+    throw new ProtocolError("non_canonical", "Cannot accept JSON: the bytes are not in canonical form");
+  }
+  return value;
+}
+
+const ACCEPTED = '{"ok":true}';
 
 /** Replays the recorded `events` of instance `inst` through `machine`, checking each recorded state hash. */
 export function replayInstance(
   machine: AnyMachine | undefined,
   inst: InstanceRecord,
-  events: readonly EventRecord[],
+  events: readonly ReplayEvent[],
 ): ReplayResult<ReplayedInstance> {
   const fail = (index: number | null, reason: string, more: Partial<Divergence> = {}) => ({
     ok: false as const,
@@ -95,7 +120,7 @@ export function replayInstance(
   }
   let state: MachineState;
   try {
-    state = decodeCanonical(inst.initial) as unknown as MachineState;
+    state = parseCanonical(inst.initial) as unknown as MachineState;
   } catch (e) {
     return fail(null, `the initial state is not canonical JSON: ${(e as Error).message}`);
   }
@@ -120,9 +145,9 @@ export function replayInstance(
     }
     let event: MachineEvent;
     try {
-      event = decodeCanonical(rec.event) as unknown as MachineEvent;
+      event = parseCanonical(rec.event) as unknown as MachineEvent;
       if (rec.env !== envText) {
-        env = decodeCanonical(rec.env) as unknown as MachineEnv<unknown>;
+        env = parseCanonical(rec.env) as unknown as MachineEnv<unknown>;
         envText = rec.env;
       }
     } catch (e) {
@@ -138,7 +163,9 @@ export function replayInstance(
     const nextText = canonical(next);
     const nextHash = hashText(nextText);
     const outcome = step.ok ? { ok: true } : { ok: false, code: step.code };
-    const recordedOutcome = JSON.parse(rec.outcome) as { ok: boolean; code?: string };
+    const recordedOutcome = rec.outcome === ACCEPTED
+      ? { ok: true }
+      : JSON.parse(rec.outcome) as { ok: boolean; code?: string };
     const sameOutcome = outcome.ok === recordedOutcome.ok &&
       (outcome.ok || outcome.code === recordedOutcome.code);
     const actual = { ...recorded(), actualState: nextText, actualHash: nextHash };
@@ -182,7 +209,7 @@ export function replayJournal(
   const log = new EventLog(journal);
   const out: ReplayedInstance[] = [];
   for (const inst of log.instances()) {
-    const r = replayInstance(byName.get(inst.machine), inst, log.events(inst.instance));
+    const r = replayInstance(byName.get(inst.machine), inst, log.replayEvents(inst.instance));
     if (!r.ok) return r;
     out.push(r.value);
   }
