@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { forwardLogits } from "../../kernels/generation.ts";
-import { growModel, identityBlock } from "../../kernels/growth.ts";
+import { growManifest, growModel, identityBlock } from "../../kernels/growth.ts";
 import { initModel } from "../../kernels/model.ts";
 import { trainStep } from "../../kernels/step.ts";
-import { buildManifest, componentFiles } from "../../kernels/manifest.ts";
-import { sha256Hex } from "../../core/digest.ts";
+import { buildManifest, componentFiles, loadModel, storeModel } from "../../kernels/manifest.ts";
+import { ObjectStore } from "../../core/object_store.ts";
+import { id, sha256Hex } from "../../core/digest.ts";
 import { errorCode } from "./_gradcheck.ts";
 import { TINY, TINY_BATCH, TOKENIZER_ROOT } from "./_tiny.ts";
 
@@ -50,4 +51,30 @@ Deno.test("growth keeps the logits bit-identical, also after the parent was trai
 Deno.test("growth refuses to add fewer than 1 or more than 16 blocks with invalid_model", () => {
   const model = initModel(TINY, 1);
   for (const n of [0, 17, 1.5]) assert.equal(errorCode(() => growModel(model, n)), "invalid_model");
+});
+
+Deno.test("growth manifest needs only the parent's last block and names the same roots as the grown model", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const store = new ObjectStore(dir);
+    const model = initModel(TINY, 6);
+    const info = { origin: { kind: "init", seed: 6 }, tokenizer_root: TOKENIZER_ROOT };
+    const { manifest, root } = await storeModel(store, model, info);
+    const g = growManifest(manifest, root, await store.get(manifest.components.block_002!), 2);
+    assert.deepEqual(g.manifest.growth, { added: 2, from_layers: 3 });
+    assert.equal(g.manifest.parent, root);
+    assert.equal(g.root, id(g.manifest as never));
+    const expected = componentFiles(growModel(model, 2));
+    for (const [name, bytes] of Object.entries(expected)) {
+      assert.equal(g.manifest.components[name], sha256Hex(bytes));
+    }
+    for (const [r, bytes] of g.objects) await store.putExpected(r, bytes);
+    const loaded = await loadModel(store, g.root);
+    assert.equal(loaded.config.num_hidden_layers, 5);
+    const wrong = await store.get(manifest.components.block_001!);
+    assert.equal(errorCode(() => growManifest(manifest, root, wrong, 1)), "invalid_model");
+    assert.equal(errorCode(() => growManifest(manifest, root, wrong, 0)), "invalid_model");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
