@@ -56,8 +56,22 @@ export class TextCodec {
         "Cannot load codec: the backend is not a byte-level BPE tokenizer",
       );
     }
-    this.tokenizer = new Tokenizer(backend, { clean_up_tokenization_spaces: false });
+    try {
+      this.tokenizer = new Tokenizer(backend, { clean_up_tokenization_spaces: false });
+    } catch (e) {
+      throw new ProtocolError(
+        "invalid_tokenizer",
+        `Cannot load codec: the tokenizer library refuses the backend: ${e}`,
+      );
+    }
     const ids = tokenIds(backend);
+    const size = Math.max(...ids.values()) + 1;
+    if (size !== manifest.vocabulary) {
+      throw new ProtocolError(
+        "invalid_tokenizer",
+        `Cannot load codec: the backend has ${size} ids, the manifest says ${manifest.vocabulary}`,
+      );
+    }
     const addedTokens = (backend.added_tokens ?? []) as JsonObject[];
     const added = new Set(addedTokens.map((t) => t.content as string));
     this.specials = addedTokens.filter((t) => t.special === true).map((t) => t.content as string);

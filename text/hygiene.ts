@@ -15,6 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import { sha256Hex } from "../core/digest.ts";
+import { ProtocolError } from "../core/errors.ts";
 
 /** Hamming distance at or below which two SimHashes are near-duplicates. */
 export const NEAR_DUPLICATE_DISTANCE = 3;
@@ -42,10 +43,10 @@ export type HeldOutRole = "training" | "evaluation";
  */
 export function heldOutRole(id: string, perMille = 100): HeldOutRole {
   if (!/^[0-9a-f]{64}$/.test(id)) {
-    throw new Error(`Cannot decide held-out role: "${id}" is not a document id`);
+    throw new ProtocolError("invalid_hex", `Cannot decide held-out role: "${id}" is not a document id`);
   }
   if (!Number.isSafeInteger(perMille) || perMille < 0 || perMille > 1000) {
-    throw new Error(`Cannot decide held-out role: perMille is ${perMille}, expected 0 to 1000`);
+    throw new RangeError(`Cannot decide held-out role: perMille is ${perMille}, expected 0 to 1000`);
   }
   return parseInt(id.slice(0, 8), 16) % 1000 < perMille ? "evaluation" : "training";
 }
@@ -79,7 +80,10 @@ export function simhash64(text: string): string {
 /** The number of differing bits of two 16-hex SimHashes. */
 export function hammingDistance(a: string, b: string): number {
   if (!/^[0-9a-f]{16}$/.test(a) || !/^[0-9a-f]{16}$/.test(b)) {
-    throw new Error(`Cannot compare SimHashes: "${a}" and "${b}" must be 16 lowercase hex characters`);
+    throw new ProtocolError(
+      "invalid_hex",
+      `Cannot compare SimHashes: "${a}" and "${b}" must be 16 lowercase hex characters`,
+    );
   }
   let d = 0;
   for (let i = 0; i < 16; i++) {

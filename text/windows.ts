@@ -81,6 +81,7 @@ interface Answer {
 /** The answers of every non-empty assistant turn: prefix tokens and answer tokens up to the first EOS. */
 export function answers(codec: TextCodec, messages: readonly { role: string; content: string }[]): Answer[] {
   const eos = codec.manifest.special_ids.eos;
+  const eosText = codec.manifest.special_tokens.eos;
   const full = codec.render(messages, false);
   const out: Answer[] = [];
   messages.forEach((m, i) => {
@@ -92,22 +93,25 @@ export function answers(codec: TextCodec, messages: readonly { role: string; con
         `Cannot cut windows: the generation prefix of message ${i} is not a prefix of the rendered conversation`,
       );
     }
-    const prefix = codec.encode(prefixText);
-    const rest = codec.encode(full.slice(prefixText.length));
-    if (prefix.length + rest.length > MAX_RENDERED_TOKENS) {
-      throw new ProtocolError(
-        "too_large",
-        `Cannot cut windows: message ${i} renders past ${MAX_RENDERED_TOKENS} tokens`,
-      );
-    }
-    const end = rest.indexOf(eos);
-    if (end < 0) {
+    // Content never holds a special-token string, so the first EOS string after the prefix ends the answer, and
+    // text after a special token cannot change the tokens before it: encoding up to it is enough.
+    const rest = full.slice(prefixText.length);
+    const cut = rest.indexOf(eosText);
+    const answer = cut < 0 ? [] : codec.encode(rest.slice(0, cut + eosText.length));
+    if (answer.at(-1) !== eos || answer.indexOf(eos) !== answer.length - 1) {
       throw new ProtocolError(
         "invalid_conversation",
         `Cannot cut windows: the answer of message ${i} has no EOS`,
       );
     }
-    out.push({ message: i, prefix, answer: rest.slice(0, end + 1) });
+    const prefix = codec.encode(prefixText);
+    if (prefix.length + answer.length > MAX_RENDERED_TOKENS) {
+      throw new ProtocolError(
+        "too_large",
+        `Cannot cut windows: message ${i} renders past ${MAX_RENDERED_TOKENS} tokens`,
+      );
+    }
+    out.push({ message: i, prefix, answer });
   });
   return out;
 }

@@ -153,6 +153,10 @@ Deno.test("loading refuses a different root, another runtime, a mismatched backe
     isCode("invalid_tokenizer"),
   );
   assert.throws(
+    () => TextCodec.fromParts({ ...manifest, vocabulary: 301 }, built.backend),
+    isCode("invalid_tokenizer", /the backend has 300 ids, the manifest says 301/),
+  );
+  assert.throws(
     () => buildCodec(fixtureTokenizer(), SMOLLM2_TEMPLATE, { ...DEVNET_SPECIAL_TOKENS, unk: "<unk>" }),
     isCode("invalid_tokenizer", /unk token "<unk>"/),
   );

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { ProtocolError } from "../../core/errors.ts";
 import {
   documentId,
   hammingDistance,
@@ -25,7 +26,12 @@ Deno.test("the held-out role is decided by the id alone", () => {
   assert.equal(heldOutRole("00000063" + "0".repeat(56)), "evaluation"); // 99
   assert.equal(heldOutRole("00000064" + "0".repeat(56)), "training"); // 100
   assert.equal(heldOutRole("00000064" + "0".repeat(56), 101), "evaluation");
-  assert.throws(() => heldOutRole("XYZ"), /is not a document id/);
+  assert.throws(
+    () => heldOutRole("XYZ"),
+    (e) =>
+      e instanceof ProtocolError && e.code === "invalid_hex" && /"XYZ" is not a document id/.test(e.message),
+  );
+  assert.throws(() => heldOutRole("0".repeat(64), 1001), RangeError);
   let evaluation = 0;
   for (let i = 0; i < 2000; i++) if (heldOutRole(documentId(`doc ${i}`)) === "evaluation") evaluation++;
   assert.ok(evaluation > 140 && evaluation < 260, `${evaluation} of 2000 held out`);
@@ -41,7 +47,10 @@ Deno.test("SimHash over 5-word shingles matches a Python reference and finds nea
   assert.equal(hammingDistance("0000000000000000", "000000000000000f"), 4);
   assert.equal(isNearDuplicate("0000000000000000", "0000000000000007"), true);
   assert.equal(isNearDuplicate("0000000000000000", "000000000000000f"), false);
-  assert.throws(() => hammingDistance("00", "11"), /16 lowercase hex/);
+  assert.throws(
+    () => hammingDistance("00", "11"),
+    (e) => e instanceof ProtocolError && e.code === "invalid_hex" && /16 lowercase hex/.test(e.message),
+  );
   const words = Array.from({ length: 400 }, (_, i) => `w${(i * 7919) % 1009}`);
   const a = words.join(" ");
   const b = [...words.slice(0, 200), "changed", ...words.slice(201)].join(" ");
