@@ -77,9 +77,12 @@ function claimEvent(r: Rng, owner: string, state: MachineState): MachineEvent {
         digest: r() < 0.9 ? obj : root(0x999),
       } as MachineEvent;
     case 4:
-      return (r() < 0.5
-        ? { type: "resolve", sender: "v", verdict: "match" }
-        : { type: "resolve", sender: "v", verdict: "mismatch", what: "backward gradient" }) as unknown as MachineEvent;
+      return (r() < 0.5 ? { type: "resolve", sender: "v", verdict: "match" } : {
+        type: "resolve",
+        sender: "v",
+        verdict: "mismatch",
+        what: "backward gradient",
+      }) as unknown as MachineEvent;
     default:
       return { type: "tick" };
   }
