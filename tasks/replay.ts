@@ -5,7 +5,8 @@
  */
 import { canonical } from "../core/canonical.ts";
 import { Journal } from "../actors/runtime/journal.ts";
-import { loadMachines, loadRegistry } from "../actors/runtime/machine_modules.ts";
+import { loadMachines } from "../actors/runtime/machine_modules.ts";
+import { MACHINES } from "../workflows/registry.ts";
 import { formatDivergence, replayJournal } from "../actors/runtime/replay.ts";
 import { parse, required, runTask, UsageError } from "./_cli.ts";
 
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const path = required(values.journal, "journal");
-  const machines = [...await loadRegistry(), ...await loadMachines(values.machines ?? [])];
+  const machines = [...Object.values(MACHINES), ...await loadMachines(values.machines ?? [])];
   const journal = Journal.open(path, { readOnly: true });
   let report;
   try {

@@ -1,6 +1,6 @@
 /**
- * Finding the machines a journal needs: from the project's registry (`workflows/registry.ts`) and from any
- * module a tester names (`deno task replay --machines FILE`). A module may export machines one by one, as an
+ * Finding the machines a journal needs beyond the project's registry (`workflows/registry.ts`): any module a
+ * tester names (`deno task replay --machines FILE`). A module may export machines one by one, as an
  * array, as a record or as a Map; every exported value that is a defined machine is collected.
  *
  * @example
@@ -60,15 +60,4 @@ export async function loadMachines(specifiers: readonly string[]): Promise<AnyMa
     out.push(...machines);
   }
   return out;
-}
-
-/** The project's machine registry, or an empty list when `workflows/registry.ts` does not exist yet. */
-export async function loadRegistry(): Promise<AnyMachine[]> {
-  const url = new URL("../../workflows/registry.ts", import.meta.url);
-  try {
-    await Deno.stat(url);
-  } catch {
-    return [];
-  }
-  return collectMachines(await import(url.href));
 }

@@ -5,6 +5,10 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { sha256Hex } from "../../core/digest.ts";
+import { EventLog } from "../../actors/runtime/event_log.ts";
+import { Journal } from "../../actors/runtime/journal.ts";
+import { epoch } from "../../workflows/epoch.ts";
+import { DEVNET_PARAMS } from "../../workflows/params.ts";
 import { startSink } from "./_sink.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -138,4 +142,31 @@ Deno.test("replay of journals corrupted three ways stops at the first divergent 
   assert.equal(addedJson.code, 1);
   const doc = JSON.parse(addedJson.stdout);
   assert.deepEqual([doc.ok, doc.divergence.index, doc.divergence.instance], [false, 2, "tally"]);
+});
+
+Deno.test("replay finds the project's machines in workflows/registry.ts without --machines", async () => {
+  const path = `${Deno.makeTempDirSync({ prefix: "registry_replay_" })}/journal.sqlite`;
+  const journal = Journal.open(path);
+  const log = new EventLog(journal);
+  const env = { height: 1, time: 0, params: DEVNET_PARAMS };
+  let state = { status: "collecting", epoch: 1, attempts_left: 8 } as Parameters<typeof epoch.apply>[0];
+  log.createInstance("epoch-1", epoch, state);
+  for (
+    const event of [
+      { type: "collected", data_root: "d".repeat(64), documents: 96 },
+      { type: "proposed", proposal_id: "e".repeat(64) },
+    ] as Parameters<typeof epoch.apply>[1][]
+  ) {
+    const step = epoch.apply(state, event, env);
+    assert.ok(step.ok);
+    state = step.state;
+    log.append({ instance: "epoch-1", event, env, outcome: { ok: true }, state });
+  }
+  journal.close();
+  const r = await run(["run", "--allow-read", "--allow-write", "tasks/replay.ts", "--journal", path]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(
+    r.stdout,
+    /^ok epoch-1 epoch v\d+: 2 events, state [0-9a-f]{64}\nReplay passed: 1 instances, 2 events\n$/,
+  );
 });
