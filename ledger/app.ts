@@ -13,6 +13,7 @@
  */
 import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
 import { ProtocolError, type Rejection } from "../core/errors.ts";
+import { MAX_TX_BYTES } from "../core/limits.ts";
 import { decodeEnvelope, type Envelope, rawHash, type VerifiedEnvelope, verifyEnvelope } from "./envelope.ts";
 import {
   type Genesis,
@@ -65,6 +66,8 @@ export class LedgerApp {
     | { block: Block; overlay: Overlay; head: ChainHead; sums: MoneySums; result: FinalizeResult }
     | null = null;
   readonly #verified = new Map<string, VerifiedEnvelope>();
+  /** Raw hashes of envelope objects this node decoded itself (the proposer's own blocks skip re-encoding). */
+  readonly #hashOf = new WeakMap<object, string>();
   /** How many envelopes this instance verified cryptographically (cache hits are not counted). */
   verifications = 0;
 
@@ -136,6 +139,7 @@ export class LedgerApp {
   }
 
   #remember(hash: string, tx: VerifiedEnvelope): void {
+    this.#hashOf.set(tx.envelope, hash);
     if (this.#verified.size >= SIG_CACHE_LIMIT) this.#verified.delete(this.#verified.keys().next().value!);
     this.#verified.set(hash, tx);
   }
@@ -191,8 +195,20 @@ export class LedgerApp {
     const results: TxResult[] = [];
     const hashes: string[] = [];
     for (const tx of block.txs) {
-      const raw = canonicalBytes(tx);
-      const hash = rawHash(raw);
+      let hash = typeof tx === "object" && tx !== null ? this.#hashOf.get(tx) : undefined;
+      if (hash === undefined) {
+        const raw = canonicalBytes(tx);
+        hash = rawHash(raw);
+        if (raw.length > MAX_TX_BYTES) {
+          hashes.push(hash);
+          results.push({
+            ok: false,
+            code: "too_large",
+            message: `Cannot apply transaction: ${raw.length} bytes exceeds ${MAX_TX_BYTES}`,
+          });
+          continue;
+        }
+      }
       hashes.push(hash);
       let v = this.#verified.get(hash);
       if (!v) {

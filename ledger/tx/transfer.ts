@@ -1,13 +1,13 @@
 /** `transfer {to, amount}`: moves atoms from the sender to another account (PROTOCOL §3). */
 import { reject } from "../../core/errors.ts";
-import { isAccountId } from "../keys.ts";
+import { isAccountIdCached } from "./account_ids.ts";
 import { checkAmount, type TxContext, type TxKind } from "./context.ts";
 
 /** The transfer transaction kind. */
 export const transfer: TxKind = {
   fields: ["to", "amount"],
   handle({ state, sender, body }: TxContext) {
-    if (!isAccountId(body.to)) return reject("invalid_key", "Cannot transfer: to is not an account id");
+    if (!isAccountIdCached(body.to)) return reject("invalid_key", "Cannot transfer: to is not an account id");
     const bad = checkAmount(body.amount, "amount");
     if (bad) return bad;
     const amount = body.amount as number;

@@ -72,3 +72,14 @@ Deno.test("a block over max_block_bytes is refused", () => {
   assertEquals(app.processProposal(nextBlock(app, picked)).ok, true);
   app.close();
 });
+
+Deno.test("a transaction over 2 MiB inside a block fails with too_large and changes nothing", () => {
+  const app = testApp({}, {}, { max_block_bytes: 8 * 1024 * 1024 });
+  const big = tx(alice, "transfer", 0, { to: bob.accountId, amount: 1, memo: "x".repeat(2 * 1024 * 1024) });
+  const before = snapshot(app);
+  const r = app.finalizeBlock(nextBlock(app, [big]));
+  app.commit();
+  assertEquals(r.results.map((x) => (x.ok ? "ok" : x.code)), ["too_large"]);
+  assertEquals(snapshot(app), before);
+  app.close();
+});
