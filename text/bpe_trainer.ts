@@ -11,7 +11,7 @@
  * ```ts
  * import { trainBpe } from "./bpe_trainer.ts";
  * const model = trainBpe(["hello hello world"], 270);
- * model.merges[0]; // ["l", "l"]
+ * model.merges[0]; // ["e", "l"] (ties with ["h", "e"], ["l", "l"], ["l", "o"]; "e" sorts first)
  * ```
  */
 import { compareCodePoints } from "../core/canonical.ts";
