@@ -3,13 +3,24 @@
  * WebAssembly SIMD path and onnxruntime-node on one thread (the fast, non-consensus comparison), on the
  * SmolLM2-135M shapes 256×576×576, 256×576×1,536 and 256×576×49,152. Prints a GFLOP/s table at the end.
  *
+ * Model-level cases: one devnet training step (8 rows × 64 tokens, one stage) and one SmolLM2-135M-shaped
+ * block forward + backward on 256 tokens, on the default (fast, bit-identical) kernels; then peak memory.
  * The reference loops on the 49,152-wide head take several seconds per call, so that one case runs only with
- * `NEURO_BENCH_FULL=1`. Model-level cases (a devnet training step, a SmolLM2-shaped block) live in
- * this file when the model exists.
+ * `NEURO_BENCH_FULL=1`.
  * @module
  */
 
+import { sha256Hex } from "../core/digest.ts";
+import { blockBackward, blockForward } from "../kernels/block.ts";
+import { headDim, PRESETS } from "../kernels/config.ts";
+import { buildManifest, componentFiles } from "../kernels/manifest.ts";
 import { matmul, matmulReference } from "../kernels/matmul.ts";
+import { blockSpec, initModel } from "../kernels/model.ts";
+import { place } from "../kernels/placement.ts";
+import { rotaryTables } from "../kernels/rotary.ts";
+import type { Tensors } from "../kernels/safetensors.ts";
+import { trainStep } from "../kernels/step.ts";
+import { tensor } from "../kernels/tensor.ts";
 import { wasmMatmulAvailable } from "../kernels/wasm/matmul_wasm.ts";
 
 type Shape = readonly [number, number, number];
@@ -141,6 +152,84 @@ for (const shape of SHAPES) {
   }
 }
 
+// ---- model-level cases ----
+
+const modelMs = new Map<string, number>(); // case → best milliseconds
+
+function timedModel(name: string, fn: () => void): () => void {
+  return () => {
+    const t0 = performance.now();
+    fn();
+    modelMs.set(name, Math.min(modelMs.get(name) ?? Infinity, performance.now() - t0));
+    peakRss = Math.max(peakRss, Deno.memoryUsage().rss);
+  };
+}
+
+{
+  const model = initModel(PRESETS.devnet, 1);
+  const roots = Object.fromEntries(Object.entries(componentFiles(model)).map(([n, b]) => [n, sha256Hex(b)]));
+  const manifest = buildManifest(model.config, roots, {
+    parent: null,
+    origin: { kind: "init", seed: 1 },
+    tokenizer_root: "ab".repeat(32),
+  });
+  const [B, T] = [8, 64];
+  const ids = Array.from(
+    { length: B },
+    (_, b) => Array.from({ length: T }, (_, t) => (b * 131 + t * 17) % 4096),
+  );
+  const labels = ids.map((row) => [...row.slice(1), -100]);
+  const partitions = place(model.config, [10 ** 12]);
+  Deno.bench({
+    name: "devnet training step 8x64 tokens",
+    group: "model",
+    fn: timedModel("devnet training step (8×64 tokens, 1 stage)", () => {
+      trainStep({
+        model,
+        manifest,
+        batch: { input_ids: ids, labels },
+        partitions,
+        learningRate: 0.01,
+        clip: 1,
+        step: 0,
+      });
+    }),
+  });
+}
+
+{
+  const c = PRESETS["smollm2-135m"];
+  const [B, T, C] = [1, 256, c.hidden_size];
+  const p: Tensors = {};
+  let seed = 10;
+  for (const [name, shape] of Object.entries(blockSpec(c))) {
+    const scale = shape.length === 1 ? 1 : 1 / Math.sqrt(shape[1]!); // norms ~1, projections ~1/sqrt(fan-in)
+    const data = filled(shape.reduce((n, d) => n * d, 1), seed++).map((v) =>
+      Math.fround(v * (name.includes("norm") ? 0.2 : 2 * scale) + (name.includes("norm") ? 1 : 0))
+    );
+    p[name] = tensor(shape, data);
+  }
+  const tables = rotaryTables(T, headDim(c), c.rope_theta);
+  const x = filled(B * T * C, 3), dy = filled(B * T * C, 4).map((v) => Math.fround(v / 256)); // x, dy: [B·T, C]
+  Deno.bench({
+    name: "smollm2-135m block forward+backward 256 tokens",
+    group: "model",
+    fn: timedModel("SmolLM2-135M block forward+backward (256 tokens)", () => {
+      const { cache } = blockForward(x, p, c, B, T, tables);
+      blockBackward(dy, cache, p, c, B, T, tables);
+    }),
+  });
+}
+
+function peakHwm(): string {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(Deno.readTextFileSync("/proc/self/status"));
+    return m ? `${(Number(m[1]) / 1024).toFixed(0)} MiB` : "unknown";
+  } catch {
+    return "unknown (no /proc/self/status)";
+  }
+}
+
 globalThis.addEventListener("unload", () => {
   const paths = ["reference", "wasm", "wasm nt", "onnxruntime"];
   const lines = [
@@ -159,10 +248,14 @@ globalThis.addEventListener("unload", () => {
     const ratio = w !== undefined && o !== undefined ? (w / o).toFixed(2) : "-";
     lines.push([shape.join("×").padEnd(16), ...cells, ratio.padStart(10)].join(""));
   }
+  lines.push("", "model cases (default kernels, 1 thread): best call");
+  for (const [name, ms] of modelMs) lines.push(`  ${name.padEnd(52)} ${ms.toFixed(1).padStart(9)} ms`);
+  lines.push("");
   if (!FULL) {
     lines.push("reference on the 49,152-wide head skipped (several s per call): set NEURO_BENCH_FULL=1");
   }
   if (ortError !== "") lines.push(ortError);
-  lines.push(`peak RSS sampled after each call: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
+  const rss = (peakRss / 2 ** 20).toFixed(0);
+  lines.push(`largest RSS seen after a call: ${rss} MiB; process peak (VmHWM): ${peakHwm()}`);
   console.log(lines.join("\n"));
 });
