@@ -21,7 +21,9 @@ const tokenize = (text) => Array.from(model.tokenize(text, true));
 const probes = input.probes.map((text) => ({ text, ids: tokenize(text) }));
 const chat = { text: input.chat, ids: tokenize(input.chat) };
 const prompt = tokenize(input.logits_text).slice(0, input.logits_tokens);
-if (prompt.length !== input.logits_tokens) throw new Error(`logits_text has only ${prompt.length} tokens`);
+if (prompt.length !== input.logits_tokens) {
+  throw new Error(`logits_text has only ${prompt.length} tokens`);
+}
 
 // A float32 KV cache (llama.cpp's default is F16) so that only the weights' format limits the precision.
 const context = await model.createContext({
@@ -37,7 +39,9 @@ const context = await model.createContext({
 const sequence = context.getSequence();
 let t0 = performance.now();
 const results = await sequence.controlledEvaluate(
-  prompt.map((t) => [t, { generateNext: { probabilities: true, token: true } }]),
+  prompt.map((
+    t,
+  ) => [t, { generateNext: { probabilities: true, token: true } }]),
 );
 const promptSeconds = (performance.now() - t0) / 1000;
 const vocab = results[0].next.probabilities.size; // every token's probability is returned
@@ -46,7 +50,9 @@ const positions = results.map((r, i) => {
   const probs = r.next.probabilities;
   const row = logprobs.subarray(i * vocab, (i + 1) * vocab).fill(-Infinity);
   for (const [token, p] of probs) row[token] = Math.log(p);
-  const top = [...probs.entries()].slice(0, 5).map(([token, p]) => [token, Math.log(p)]);
+  const top = [...probs.entries()].slice(0, 5).map((
+    [token, p],
+  ) => [token, Math.log(p)]);
   return { argmax: top[0][0], top };
 });
 await sequence.clearHistory();
@@ -58,7 +64,10 @@ let next = await sequence.controlledEvaluate(
   chat.ids.map((
     t,
     i,
-  ) => (i === chat.ids.length - 1 ? [t, { generateNext: { token: true, probabilities: true } }] : t)),
+  ) => (i === chat.ids.length - 1
+    ? [t, { generateNext: { token: true, probabilities: true } }]
+    : t)
+  ),
 );
 const firstTop = [...next.at(-1).next.probabilities.entries()].slice(0, 5).map((
   [token, p],
@@ -69,9 +78,39 @@ for (let i = 0; i < input.generate_tokens; i++) {
   const token = next.at(-1).next.token;
   answer.push(token);
   if (token === 2) break;
-  next = await sequence.controlledEvaluate([[token, { generateNext: { token: true } }]]);
+  next = await sequence.controlledEvaluate([[token, {
+    generateNext: { token: true },
+  }]]);
 }
 const generateSeconds = (performance.now() - t0) / 1000;
+
+// Throughput without probabilities: prompt processing (best of 3, logits of the last token only) and greedy
+// generation of up to generate_tokens tokens after the 64-token prompt.
+let promptBest = Infinity;
+for (let i = 0; i < 3; i++) {
+  await sequence.clearHistory();
+  t0 = performance.now();
+  await sequence.evaluateWithoutGeneratingNewTokens(prompt);
+  promptBest = Math.min(promptBest, (performance.now() - t0) / 1000);
+}
+await sequence.clearHistory();
+let step = await sequence.controlledEvaluate(
+  prompt.map((
+    t,
+    i,
+  ) => (i === prompt.length - 1 ? [t, { generateNext: { token: true } }] : t)),
+);
+t0 = performance.now();
+let generated = 0;
+for (; generated < input.generate_tokens; generated++) {
+  step = await sequence.controlledEvaluate([[step.at(-1).next.token, {
+    generateNext: { token: true },
+  }]]);
+}
+const throughput = {
+  prompt_tokens_per_second: prompt.length / promptBest,
+  generate_tokens_per_second: generated / ((performance.now() - t0) / 1000),
+};
 
 writeFileSync(`${outPath}.logprobs.f32`, new Uint8Array(logprobs.buffer));
 writeFileSync(
@@ -85,7 +124,12 @@ writeFileSync(
       hello_world: tokenize("Hello world"),
       prompt,
       positions,
-      answer: { ids: answer, text: model.detokenize(answer), first_top: firstTop },
+      answer: {
+        ids: answer,
+        text: model.detokenize(answer),
+        first_top: firstTop,
+      },
+      throughput,
       timing: {
         prompt_tokens: prompt.length,
         prompt_seconds: promptSeconds,

@@ -22,24 +22,46 @@ export interface LlamaReference {
   positions: { argmax: number; top: [number, number][] }[];
   answer: { ids: number[]; text: string; first_top: [number, number][] };
   timing: Record<string, number>;
+  throughput: {
+    prompt_tokens_per_second: number;
+    generate_tokens_per_second: number;
+  };
 }
 
 const HERE = new URL("./", import.meta.url).pathname;
 const DIR = `${ROOT}.cache/llama_oracle`;
 
-async function run(cmd: string, args: string[], cwd: string): Promise<{ ok: boolean; text: string }> {
+async function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+): Promise<{ ok: boolean; text: string }> {
   try {
-    const out = await new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).output();
+    const out = await new Deno.Command(cmd, {
+      args,
+      cwd,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
     const d = new TextDecoder();
-    return { ok: out.success, text: (d.decode(out.stdout) + d.decode(out.stderr)).trim() };
+    return {
+      ok: out.success,
+      text: (d.decode(out.stdout) + d.decode(out.stderr)).trim(),
+    };
   } catch (e) {
-    return { ok: false, text: `${cmd} could not be started: ${e instanceof Error ? e.message : String(e)}` };
+    return {
+      ok: false,
+      text: `${cmd} could not be started: ${
+        e instanceof Error ? e.message : String(e)
+      }`,
+    };
   }
 }
 
 /** The reference outputs and the per-position log-probabilities ([positions, V]), or why they are missing. */
 export async function llamaReference(
   modelPath: string | null,
+  options: { evenWithoutSlow?: boolean } = {},
 ): Promise<
   { ref: LlamaReference; logprobs: Float32Array; reason: null } | {
     ref: null;
@@ -51,7 +73,13 @@ export async function llamaReference(
     console.warn(`ignored: ${reason}`);
     return { ref: null, logprobs: null, reason } as const;
   };
-  if (!SLOW) return { ref: null, logprobs: null, reason: "set NEURO_SLOW=1 to compare against llama.cpp" };
+  if (!SLOW && !options.evenWithoutSlow) {
+    return {
+      ref: null,
+      logprobs: null,
+      reason: "set NEURO_SLOW=1 to compare against llama.cpp",
+    };
+  }
   if (modelPath === null) return skip("the SmolLM2 file is not available");
   const node = await run("node", ["--version"], HERE);
   if (!node.ok || Number(node.text.replace(/^v/, "").split(".")[0]) < 20) {
@@ -65,12 +93,23 @@ export async function llamaReference(
     inputs.push(bytes);
     await Deno.writeFile(`${DIR}/${f}`, bytes);
   }
-  const installed = await Deno.readTextFile(`${DIR}/node_modules/node-llama-cpp/package.json`)
+  const installed = await Deno.readTextFile(
+    `${DIR}/node_modules/node-llama-cpp/package.json`,
+  )
     .then((t) => JSON.parse(t).version as string, () => null);
   if (installed !== "3.21.1") {
-    const npm = await run("npm", ["install", "--no-audit", "--no-fund", "--ignore-scripts"], DIR);
+    const npm = await run("npm", [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--ignore-scripts",
+    ], DIR);
     if (!npm.ok) {
-      return skip(`npm install node-llama-cpp@3.21.1 failed: ${npm.text.split("\n").slice(-3).join(" | ")}`);
+      return skip(
+        `npm install node-llama-cpp@3.21.1 failed: ${
+          npm.text.split("\n").slice(-3).join(" | ")
+        }`,
+      );
     }
   }
   const modelHead = await Deno.stat(modelPath);
@@ -81,16 +120,33 @@ export async function llamaReference(
   const out = `${DIR}/reference-${key}.json`;
   const cached = await Deno.stat(out).then(() => true, () => false);
   if (!cached) {
-    const r = await run("node", ["llama_oracle.mjs", modelPath, "probes.json", out], DIR);
-    if (!r.ok) return skip(`llama.cpp reference run failed: ${r.text.split("\n").slice(-5).join(" | ")}`);
+    const r = await run("node", [
+      "llama_oracle.mjs",
+      modelPath,
+      "probes.json",
+      out,
+    ], DIR);
+    if (!r.ok) {
+      return skip(
+        `llama.cpp reference run failed: ${
+          r.text.split("\n").slice(-5).join(" | ")
+        }`,
+      );
+    }
   }
   const ref = JSON.parse(await Deno.readTextFile(out)) as LlamaReference;
   const raw = await Deno.readFile(`${out}.logprobs.f32`);
-  return { ref, logprobs: new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4), reason: null };
+  return {
+    ref,
+    logprobs: new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4),
+    reason: null,
+  };
 }
 
 /** The probes file the reference was computed on. */
-export const PROBES = JSON.parse(await Deno.readTextFile(HERE + "probes.json")) as {
+export const PROBES = JSON.parse(
+  await Deno.readTextFile(HERE + "probes.json"),
+) as {
   probes: string[];
   chat: string;
   logits_text: string;
