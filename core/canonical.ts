@@ -56,7 +56,35 @@ function hex4(unit: number): string {
   return "\\u" + unit.toString(16).padStart(4, "0");
 }
 
+/** Printable ASCII other than `"` and `\\`: such a string is its own canonical spelling between quotes. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/** What `JSON.stringify` leaves unescaped but canonical JSON escapes: DEL and everything above ASCII. */
+const NON_ASCII = /[\u007f-\uffff]/g;
+const SURROGATE = /[\ud800-\udfff]/;
+
 function encodeString(s: string): string {
+  if (PLAIN.test(s)) return '"' + s + '"';
+  if (SURROGATE.test(s)) checkSurrogates(s);
+  // JSON.stringify already writes the short escapes and lowercase \u00XX for other control characters;
+  // what remains is to escape DEL and non-ASCII units (each half of a surrogate pair separately).
+  return JSON.stringify(s).replace(NON_ASCII, (c) => hex4(c.charCodeAt(0)));
+}
+
+function checkSurrogates(s: string): void {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (!(d >= 0xdc00 && d <= 0xdfff)) throw loneSurrogate(c);
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) {
+      throw loneSurrogate(c);
+    }
+  }
+}
+
+/** The reference spelling, one code unit at a time; tests check the fast path against it. */
+export function encodeStringSlow(s: string): string {
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -110,7 +138,7 @@ function encodeValue(value: unknown, depth: number, path: string): string {
       if (proto !== Object.prototype && proto !== null) {
         throw new ProtocolError("invalid_value", `Cannot encode ${path}: not a plain object`);
       }
-      const keys = Object.keys(value).sort(compareCodePoints);
+      const keys = sortedKeys(value);
       const record = value as Record<string, unknown>;
       const parts: string[] = [];
       for (const k of keys) {
@@ -124,6 +152,16 @@ function encodeValue(value: unknown, depth: number, path: string): string {
     default:
       throw new ProtocolError("invalid_value", `Cannot encode ${path}: a ${typeof value} is not JSON`);
   }
+}
+
+/**
+ * Keys in code-point order. The default sort compares UTF-16 units, which agrees with code points unless a
+ * key holds a surrogate (an astral character), so the slower comparator is used only then.
+ */
+function sortedKeys(value: object): string[] {
+  const keys = Object.keys(value);
+  for (const k of keys) if (SURROGATE.test(k)) return keys.sort(compareCodePoints);
+  return keys.sort();
 }
 
 /** The canonical JSON text of `value` (ASCII only). Throws `ProtocolError` for values it cannot carry. */

@@ -1,5 +1,12 @@
 import { assertEquals, assertThrows } from "../_assert.ts";
-import { canonical, compareCodePoints, decodeCanonical, parseJson } from "../../core/canonical.ts";
+import {
+  canonical,
+  compareCodePoints,
+  decodeCanonical,
+  encodeStringSlow,
+  parseJson,
+} from "../../core/canonical.ts";
+import { seededRandom } from "../_seeded.ts";
 import { ProtocolError } from "../../core/errors.ts";
 
 interface Vector {
@@ -108,4 +115,31 @@ Deno.test("a __proto__ key is an own property, not a prototype", () => {
 Deno.test("parseJson accepts whitespace but keeps the strict value rules", () => {
   assertEquals(parseJson(' { "b" : [ 1 , 2 ] ,\n "a" : "\\u00e9" } '), { b: [1, 2], a: "é" });
   assertThrows(() => parseJson('{"a":1.5}'), ProtocolError);
+});
+
+Deno.test("the fast string path equals the unit-by-unit reference on 20,000 random strings", () => {
+  const rand = seededRandom(0xc0de);
+  const pools = [
+    [0x20, 0x7f],
+    [0, 0x20],
+    [0x7f, 0x100],
+    [0x100, 0xd800],
+    [0xe000, 0x10000],
+  ];
+  for (let n = 0; n < 20_000; n++) {
+    let s = "";
+    const len = rand.below(12);
+    for (let i = 0; i < len; i++) {
+      const choice = rand.below(7);
+      if (choice === 6) {
+        s += String.fromCodePoint(0x10000 + rand.below(0x100000)); // astral: a surrogate pair
+      } else if (choice === 5) {
+        s += '"\\/'[rand.below(3)];
+      } else {
+        const [lo, hi] = pools[choice]!;
+        s += String.fromCharCode(lo! + rand.below(hi! - lo!));
+      }
+    }
+    assertEquals(canonical(s), encodeStringSlow(s), `seed 0xc0de, string #${n}: ${JSON.stringify(s)}`);
+  }
 });
