@@ -22,6 +22,8 @@ import { type DataSource, devnetRow } from "./generator.ts";
 
 /** The devnet vocabulary size. */
 export const DEVNET_VOCAB = 4096;
+/** The root `buildDevnetCodec(DEVNET_SOURCE)` gives (pinned; a change here is a change of the devnet's identity). */
+export const DEVNET_CODEC_ROOT = "b7609bfa81044187b7ebbed7230e8297ba2b3f043d8bdf058992db61308735ed";
 /** How many of the first rows train the devnet tokenizer. */
 export const DEVNET_TOKENIZER_ROWS = 10_000;
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { JsonObject } from "../../../core/canonical.ts";
 import { ObjectStore } from "../../../core/object_store.ts";
-import { buildDevnetCodec, DEVNET_VOCAB } from "../../../genesis/devnet/codec.ts";
+import { buildDevnetCodec, DEVNET_CODEC_ROOT, DEVNET_VOCAB } from "../../../genesis/devnet/codec.ts";
 import { DEVNET_SOURCE, devnetRow } from "../../../genesis/devnet/generator.ts";
 import { makeBatch } from "../../../text/batch.ts";
 import { loadCodec, TextCodec } from "../../../text/codec.ts";
@@ -15,6 +15,11 @@ const codec = TextCodec.fromParts(
 );
 
 Deno.test("the devnet tokenizer has 4,096 pieces and the ChatML special tokens", () => {
+  assert.equal(built.codec.root, DEVNET_CODEC_ROOT);
+  assert.equal(
+    built.codec.manifest.backend,
+    "c652a2415b15b7bdff8ced909ca10fb1136bb930f83bd4ac16f39d0c7cf4889f",
+  );
   assert.equal(codec.manifest.vocabulary, DEVNET_VOCAB);
   assert.deepEqual(codec.manifest.special_ids, { bos: 1, eos: 2, pad: 2, unk: 0 });
   const text = codec.render(devnetRow(DEVNET_SOURCE, 0), false);
