@@ -79,10 +79,20 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
       });
       return parseJson(await res.text());
     },
-    tx(hash) {
+    async tx(hash) {
       const found = app.store.tx(hash);
       if (found) return { status: "committed", height: found.height, result: found.result };
-      return mempool?.has(hash) ? { status: "pending" } : { status: "unknown" };
+      if (mempool) return mempool.has(hash) ? { status: "pending" } : { status: "unknown" };
+      // A replica: what the proposer has seen but this node has not committed yet is pending here.
+      try {
+        const res = await fetch(`${options.follow!.replace(/\/$/, "")}/tx?hash=${hash}`);
+        const seen = parseJson(await res.text()) as { status?: string };
+        return seen.status === "pending" || seen.status === "committed"
+          ? { status: "pending" }
+          : { status: "unknown" };
+      } catch {
+        return { status: "unknown" };
+      }
     },
     async block(height, waitMs) {
       await heights.wait(height, waitMs);

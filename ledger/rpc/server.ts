@@ -21,7 +21,7 @@ import { MAX_TX_BYTES } from "../../core/limits.ts";
 /** What the RPC needs from a node. */
 export interface RpcNode {
   broadcast(raw: Uint8Array): Promise<JsonValue>;
-  tx(hash: string): JsonValue;
+  tx(hash: string): Promise<JsonValue>;
   block(height: number, waitMs: number): Promise<JsonValue | null>;
   status(): JsonValue;
   query(path: string): JsonValue | null;
@@ -104,7 +104,7 @@ export function rpcHandler(node: RpcNode): (req: Request) => Promise<Response> {
             `Cannot look up transaction: hash is ${JSON.stringify(hash)}, expected 64 hex`,
           );
         }
-        return answer(200, node.tx(hash));
+        return answer(200, await node.tx(hash));
       }
       if (path === "/block") {
         const height = Number(url.searchParams.get("height"));

@@ -95,6 +95,13 @@ Deno.test("unbond and withdraw: unknown validator, not the owner, last active va
   assertRejected(app, tx(alice, "unbond", 0, { consensus_key: cons[0]!.publicKey }), "not_owner");
   assertRejected(
     app,
+    tx(owners[0]!, "unbond", 0, { consensus_key: cons[0]!.publicKey, amount: 1 }),
+    "invalid_body",
+  );
+  assertRejected(app, tx(owners[0]!, "withdraw", 0, {}), "invalid_body");
+  assertRejected(app, tx(owners[0]!, "unbond", 0, { consensus_key: "AB".repeat(32) }), "invalid_key");
+  assertRejected(
+    app,
     tx(owners[0]!, "withdraw", 0, { consensus_key: cons[0]!.publicKey }),
     "withdraw_too_early",
   );

@@ -81,3 +81,30 @@ Deno.test("a proposer and two replicas agree on every block, commit transfers an
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a replica forwards broadcasts to the proposer and reports a transaction pending there as pending", async () => {
+  const dir = await Deno.makeTempDir();
+  const nodes: ValidatorNode[] = [];
+  try {
+    const quiet = () => {};
+    const genesis = testGenesis();
+    const proposer = await startNode({ home: `${dir}/p`, genesis, intervalMs: 3_600_000, log: quiet });
+    nodes.push(proposer);
+    const replica = await startNode({ home: `${dir}/r`, genesis, follow: proposer.url, log: quiet });
+    nodes.push(replica);
+    const answer = await post(
+      replica.url,
+      canonical(tx(alice, "transfer", 0, { to: bob.accountId, amount: 5 })),
+    ) as {
+      hash: string;
+      check: JsonValue;
+    };
+    assertEquals(answer.check, { ok: true });
+    assertEquals(await get(`${proposer.url}/tx?hash=${answer.hash}`), { status: "pending" });
+    assertEquals(await get(`${replica.url}/tx?hash=${answer.hash}`), { status: "pending" });
+    assertEquals(await get(`${replica.url}/tx?hash=${"1".repeat(64)}`), { status: "unknown" });
+  } finally {
+    for (const n of nodes.reverse()) await n.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
