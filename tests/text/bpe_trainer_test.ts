@@ -124,3 +124,32 @@ Deno.test("tokenizer:train gives identical bytes in two processes and refuses to
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("tokenizer:train prints help and rejects missing or malformed options with exit code 2", async () => {
+  const run = (args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-read", "--allow-write", "--allow-env", "tasks/tokenizer_train.ts", ...args],
+      env: taskEnv,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  const help = await run(["--help"]);
+  assert.equal(help.code, 0);
+  assert.match(new TextDecoder().decode(help.stdout), /--vocab N {8}vocabulary size, 259 to 65536/);
+  const noCorpus = await run(["--vocab", "300", "--out", "/nonexistent/x.json"]);
+  assert.equal(noCorpus.code, 2);
+  assert.match(new TextDecoder().decode(noCorpus.stderr), /--corpus is required/);
+  const badVocab = await run(["--corpus", "deno.json", "--vocab", "4k", "--out", "/nonexistent/x.json"]);
+  assert.equal(badVocab.code, 2);
+  assert.match(new TextDecoder().decode(badVocab.stderr), /--vocab must be an integer, got 4k/);
+  const missing = await run([
+    "--corpus",
+    "/nonexistent/corpus.txt",
+    "--vocab",
+    "300",
+    "--out",
+    "/nonexistent/x.json",
+  ]);
+  assert.equal(missing.code, 2);
+  assert.match(new TextDecoder().decode(missing.stderr), /Cannot read corpus \/nonexistent\/corpus.txt/);
+});
