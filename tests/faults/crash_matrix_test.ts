@@ -1,6 +1,7 @@
 /**
  * The crash matrix: the actor of `crash_actor.ts` is killed with SIGKILL at every journal write point in
- * turn (`NEURO_CRASH_AT=<point>:<n>` for every point and every time a clean run reaches it), then restarted.
+ * turn (`NEURO_CRASH_AT=<point>:<n>` for every point and every time a clean run reaches it), then restarted
+ * and killed again the first time the recovery reaches the same point, then restarted to the end.
  * After each case: the external effects happened exactly once (one file per step key with the journaled
  * content, one accepted delivery body per key, one transaction hash per intent), a second restart
  * re-delivers identical bytes, and the journal replays cleanly through the machine.
@@ -108,12 +109,18 @@ Deno.test("crash matrix: SIGKILL at every journal write point, then restart, giv
     );
     assert.ok(cases.length >= 30, `only ${cases.length} crash cases: ${JSON.stringify(hits)}`);
     const absorbed = { deliveries: 0 };
+    let doubleKills = 0;
     for (const crashAt of cases) {
       await t.step(`killed at ${crashAt}`, async () => {
         sink.reset();
         const home = Deno.makeTempDirSync({ prefix: "crash_case_" });
         const killed = await runActor(home, sink.url, crashAt);
         assert.equal(killed.signal, "SIGKILL", `expected SIGKILL at ${crashAt}: ${killed.stderr}`);
+        // The recovery itself is killed at the first time it reaches the same point (if it does).
+        const point = crashAt.split(":")[0]!;
+        const recovering = await runActor(home, sink.url, `${point}:1`);
+        assert.ok(recovering.signal === "SIGKILL" || recovering.code === 0, recovering.stderr);
+        if (recovering.signal === "SIGKILL") doubleKills++;
         const restarted = await runActor(home, sink.url);
         assert.equal(restarted.code, 0, restarted.stderr);
         const lines = resultLines(restarted.stdout);
@@ -129,6 +136,7 @@ Deno.test("crash matrix: SIGKILL at every journal write point, then restart, giv
     // The matrix really exercised the duplicate path: a kill between an effect and its journal write
     // repeated the delivery, and the receiver absorbed it by key.
     assert.ok(absorbed.deliveries >= 1, "no case repeated a delivery");
+    assert.ok(doubleKills >= 20, `only ${doubleKills} recoveries were killed again`);
     Deno.removeSync(cleanHome, { recursive: true });
   } finally {
     await sink.close();
