@@ -56,7 +56,8 @@ function readForceReference(): boolean {
 /**
  * C = A·B per the module definition, on the fastest path that is bit-identical to `matmulReference`:
  * WebAssembly SIMD when it is available, the shape is at least `WASM_MIN_WORK` (and fits 4 GiB of wasm
- * memory) and `NEURO_KERNELS` is not "reference"; otherwise the reference loops. Throws `ProtocolError("invalid_tensor")` on bad sizes.
+ * memory) and `NEURO_KERNELS` is not "reference"; otherwise the reference loops.
+ * Throws `ProtocolError("invalid_tensor")` on bad sizes, a bad layout or `out` overlapping an input.
  */
 export function matmul(
   a: Float32Array,
