@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { sha256Hex } from "../../core/digest.ts";
 import { matmul, type MatmulLayout, matmulReference } from "../../kernels/matmul.ts";
 import {
   matmulWasmBytes,
@@ -182,4 +183,66 @@ Deno.test("matmul on a shape large enough for the fast path equals the reference
     const i = firstBitDifference(got, want);
     assert.equal(i, -1, `seed 61 ${layout}: ${describeDifference(got, want, i)}`);
   }
+});
+
+/** A Node.js script that runs the committed matmul.wasm on seeded inputs and prints the SHA-256 of C's bytes. */
+const NODE_SCRIPT = `
+const fs = require("node:fs"), crypto = require("node:crypto");
+const [wasmPath, seed, M, K, N, aT, bT] = process.argv.slice(1).map((v, i) => (i === 0 ? v : Number(v)));
+let s = seed >>> 0;
+const next = () => {
+  s = (s + 0x6d2b79f5) >>> 0;
+  let t = s;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return (t ^ (t >>> 14)) >>> 0;
+};
+const uniform = (n) => Float32Array.from({ length: n }, () => ((next() >>> 8) - 8388608) / 8388608);
+const a = uniform(M * K), b = uniform(K * N);
+const ex = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasmPath)), {}).exports;
+ex.memory.grow(Math.ceil(((M * K + K * N + M * N + (M + 3) * K + 12 * K + 36) * 4 + 64) / 65536));
+const al = (n) => Math.ceil(n / 4) * 16;
+const oa = 0, ob = al(M * K), oc = ob + al(K * N), opa = oc + al(M * N), opb = opa + al((M + 3) * K), os = opb + al(12 * K);
+new Float32Array(ex.memory.buffer, oa, M * K).set(a);
+new Float32Array(ex.memory.buffer, ob, K * N).set(b);
+ex.matmul(oa, ob, oc, opa, opb, os, M, K, N, aT, bT);
+console.log(crypto.createHash("sha256").update(new Uint8Array(ex.memory.buffer, oc, M * N * 4)).digest("hex"));
+`;
+
+function nodeAvailable(): boolean {
+  try {
+    return new Deno.Command("node", { args: ["--version"], stdout: "null", stderr: "null" }).outputSync()
+      .success;
+  } catch {
+    return false;
+  }
+}
+
+const HAS_NODE = nodeAvailable();
+if (!HAS_NODE) console.log("wasm_test: node is not on PATH; the Node.js cross-engine parity test is ignored");
+
+Deno.test({
+  name:
+    "matmul.wasm under Node.js gives the same bits as the reference under Deno (another V8, another engine build)",
+  ignore: !HAS_NODE,
+  fn: async () => {
+    const wasmPath = new URL("../../kernels/wasm/matmul.wasm", import.meta.url).pathname;
+    for (const [seed, M, K, N, layout] of [[71, 37, 129, 61, "nn"], [72, 5, 300, 29, "tt"]] as const) {
+      const next = rng(seed);
+      const a = uniform(next, M * K), b = uniform(next, K * N);
+      const want = new Float32Array(M * N);
+      matmulReference(a, b, want, M, K, N, layout);
+      const out = await new Deno.Command("node", {
+        args: ["-e", NODE_SCRIPT, wasmPath, String(seed), String(M), String(K), String(N), ...[
+          layout[0] === "t" ? "1" : "0",
+          layout[1] === "t" ? "1" : "0",
+        ]],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output();
+      assert.equal(out.code, 0);
+      const got = new TextDecoder().decode(out.stdout).trim();
+      assert.equal(got, sha256Hex(new Uint8Array(want.buffer)), `seed ${seed} ${layout} ${M}x${K}x${N}`);
+    }
+  },
 });
