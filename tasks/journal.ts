@@ -8,6 +8,7 @@ import { describeJournal, formatJournal } from "../actors/runtime/journal_view.t
 import { parse, required, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task journal --journal FILE [options]
+       deno task journal FILE [options]
 
 List what an actor journal holds: operations (id, handler, status, result), workflow instances with
 their events (event, outcome, state and state hash), and transaction submissions (intent, hash, outcome).
@@ -29,8 +30,11 @@ async function main(): Promise<void> {
     console.log(HELP);
     return;
   }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  const journal = Journal.open(required(values.journal, "journal"), { readOnly: true });
+  if (positionals.length > (values.journal === undefined ? 1 : 0)) {
+    throw new UsageError(`unexpected argument ${positionals.at(-1)}`);
+  }
+  const journalPath = values.journal ?? positionals[0];
+  const journal = Journal.open(required(journalPath, "journal"), { readOnly: true });
   try {
     const doc = describeJournal(journal, values.op === undefined ? {} : { op: values.op });
     console.log(values.json ? canonical(doc) : formatJournal(doc));

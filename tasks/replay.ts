@@ -11,6 +11,7 @@ import { formatDivergence, replayJournal } from "../actors/runtime/replay.ts";
 import { parse, required, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task replay --journal FILE [options]
+       deno task replay FILE [options]
 
 Replay every workflow instance of an actor journal through its pure machine and check each recorded
 state hash. The first divergence is printed with the instance, the event index, the event, and the
@@ -36,8 +37,11 @@ async function main(): Promise<void> {
     console.log(HELP);
     return;
   }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  const path = required(values.journal, "journal");
+  if (positionals.length > (values.journal === undefined ? 1 : 0)) {
+    throw new UsageError(`unexpected argument ${positionals.at(-1)}`);
+  }
+  const journalPath = values.journal ?? positionals[0];
+  const path = required(journalPath, "journal");
   const machines = [...Object.values(MACHINES), ...await loadMachines(values.machines ?? [])];
   const journal = Journal.open(path, { readOnly: true });
   let report;
