@@ -60,10 +60,10 @@ Deno.test("the journal document lists operations, instance events with outcomes,
   ]);
   assert.deepEqual(doc.submissions, []);
   const text = formatJournal(doc);
-  assert.match(text, /^operations \(2\):\n  #1 op-a add done \{"ok":true,"value":2\}\n/);
+  assert.match(text, /^operations \(2\):\n {2}#1 op-a add done \{"ok":true,"value":2\}\n/);
   assert.match(
     text,
-    /\n    #1 \{"by":0,"type":"add"\} rejected invalid_amount -> \{"n":2,"status":"open"\} [0-9a-f]{64}\n/,
+    /\n {4}#1 \{"by":0,"type":"add"\} rejected invalid_amount -> \{"n":2,"status":"open"\} [0-9a-f]{64}\n/,
   );
   assert.ok(text.endsWith("submissions (0):"));
   assert.doesNotThrow(() => canonical(doc));
