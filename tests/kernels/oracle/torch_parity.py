@@ -12,8 +12,11 @@ DIR holds what the Deno side wrote:
 
 It builds transformers' LlamaForCausalLM (eager attention, float32, tied embeddings) from the same
 weights, runs the batch, takes the masked mean cross-entropy and its gradients, and prints one JSON object
-{"tensors": {name: relative_error}, "worst": float} where relative_error = max|ours - torch| / max|torch|.
+{"tensors": {name: relative_error}, "float64": {name: [torch32_error, ours_error]}, "worst": float} where
+relative_error = max|ours - torch| / max|torch|, and "float64" gives, for context, the errors of torch's
+float32 run and of ours against the same model run by torch in float64.
 """
+import copy
 import json
 import os
 import sys
@@ -70,22 +73,31 @@ def main(folder: str) -> None:
 
     ids = torch.tensor(batch["input_ids"], dtype=torch.long)
     labels = torch.tensor(batch["labels"], dtype=torch.long)
-    out = model(input_ids=ids, use_cache=False)
-    logits = out.logits
-    loss = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="mean"
-    )
-    loss.backward()
+    model64 = copy.deepcopy(model).to(torch.float64)
+
+    def run(m):
+        logits = m(input_ids=ids, use_cache=False).logits
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="mean"
+        )
+        loss.backward()
+        return logits, loss
+
+    logits, loss = run(model)
+    logits64, loss64 = run(model64)
 
     def rel(ours: torch.Tensor, theirs: torch.Tensor) -> float:
         scale = theirs.abs().max().item()
         return (ours - theirs).abs().max().item() / max(scale, 1e-30)
 
     errors = {}
+    float64 = {}  # the same tensor of torch float32 and of ours against torch float64, for context
     ours_logits = load_file(os.path.join(folder, "logits.safetensors"))["value"]
     errors["logits"] = rel(ours_logits, logits.detach())
+    float64["logits"] = [rel(logits.detach().double(), logits64.detach()), rel(ours_logits.double(), logits64.detach())]
     errors["loss"] = abs(our_loss - loss.item()) / abs(loss.item())
     params = dict(model.named_parameters())
+    params64 = dict(model64.named_parameters())
     for name in names:
         grads = load_file(os.path.join(folder, f"grad_{name}.safetensors"))
         for key, value in grads.items():
@@ -96,7 +108,11 @@ def main(folder: str) -> None:
             else:
                 hf = f"model.layers.{int(name[6:])}.{key}"
             errors[f"grad {name} {key}"] = rel(value, params[hf].grad)
-    print(json.dumps({"tensors": errors, "worst": max(errors.values()), "torch": torch.__version__}))
+            float64[f"grad {name} {key}"] = [
+                rel(params[hf].grad.double(), params64[hf].grad),
+                rel(value.double(), params64[hf].grad),
+            ]
+    print(json.dumps({"tensors": errors, "float64": float64, "worst": max(errors.values()), "torch": torch.__version__}))
 
 
 if __name__ == "__main__":
