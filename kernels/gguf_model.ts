@@ -19,26 +19,34 @@ import { blockName, componentNames, componentSpec, EMBED_TENSOR, type Model, NOR
 import type { Tensors } from "./safetensors.ts";
 import type { Tensor } from "./tensor.ts";
 
-/** Groups Hugging Face-named Llama tensors into model components; every expected tensor must be present. */
+/** Groups Hugging Face-named Llama tensors into model components; every tensor must be present with its shape. */
 export function groupComponents(
   config: ModelConfig,
   tensors: Record<string, Tensor>,
 ): Record<string, Tensors> {
-  const take = (name: string): Tensor => {
+  const take = (name: string, shape: readonly number[]): Tensor => {
     const t = tensors[name];
     if (t === undefined) {
       throw new ProtocolError("invalid_model", `Cannot group model: tensor ${name} is missing`);
     }
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new ProtocolError(
+        "invalid_tensor",
+        `Cannot group model: tensor ${name} has shape [${t.shape}], expected [${shape}]`,
+      );
+    }
     return t;
   };
   const components: Record<string, Tensors> = {
-    embed: { [EMBED_TENSOR]: take("model.embed_tokens.weight") },
-    norm: { [NORM_TENSOR]: take("model.norm.weight") },
+    embed: {
+      [EMBED_TENSOR]: take("model.embed_tokens.weight", componentSpec(config, "embed")[EMBED_TENSOR]!),
+    },
+    norm: { [NORM_TENSOR]: take("model.norm.weight", componentSpec(config, "norm")[NORM_TENSOR]!) },
   };
   for (let i = 0; i < config.num_hidden_layers; i++) {
     const block: Tensors = {};
-    for (const name of Object.keys(componentSpec(config, blockName(i)))) {
-      block[name] = take(`model.layers.${i}.${name}`);
+    for (const [name, shape] of Object.entries(componentSpec(config, blockName(i)))) {
+      block[name] = take(`model.layers.${i}.${name}`, shape);
     }
     components[blockName(i)] = block;
   }

@@ -4,6 +4,10 @@ import { loadModel } from "../../kernels/manifest.ts";
 import { loadCodec } from "../../text/codec.ts";
 import { writeGguf, type WValue } from "../kernels/gguf_writer.ts";
 import { ggufTensors, metadata } from "../kernels/gguf_tiny_llama.ts";
+import { configJson, enc, hfFile } from "../kernels/hf_import_fixture.ts";
+import { readGguf } from "../../kernels/gguf.ts";
+import { tokenizerFromGguf } from "../../kernels/gguf_tokenizer.ts";
+import { sha256Hex } from "../../core/digest.ts";
 import { ROOT, SMOLLM2_PIN, smollm2File } from "./smollm2_file.ts";
 
 async function importTask(...args: string[]) {
@@ -73,9 +77,12 @@ Deno.test("model:import stores a GGUF model and its codec, prints both roots, an
 
 Deno.test("model:import refuses a missing option, a missing file and a file that is not GGUF, storing nothing", async () => {
   await tempDir(async (dir) => {
-    const noGguf = await importTask("--objects", `${dir}/objects`);
-    assert.equal(noGguf.code, 2);
-    assert.match(noGguf.stderr, /error: --gguf is required/);
+    const noSource = await importTask("--objects", `${dir}/objects`);
+    assert.equal(noSource.code, 2);
+    assert.match(noSource.stderr, /error: give exactly one of --gguf FILE or --hf DIR/);
+    const both = await importTask("--gguf", "a", "--hf", "b", "--objects", `${dir}/objects`);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /error: give exactly one of --gguf FILE or --hf DIR/);
     const missing = await importTask("--gguf", `${dir}/none.gguf`, "--objects", `${dir}/objects`);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /error: Cannot import model: cannot read .*none\.gguf/);
@@ -87,6 +94,82 @@ Deno.test("model:import refuses a missing option, a missing file and a file that
       /error: Cannot read GGUF: magic is 0x4c4d4747, expected 0x46554747 \(GGUF\) \(invalid_model\)/,
     );
     assert.equal(await Deno.stat(`${dir}/objects`).then(() => true, () => false), false);
+  });
+});
+
+/** A Hugging Face folder holding the tiny model with the tokenizer the GGUF import rebuilds. */
+async function tinyHfFolder(dir: string): Promise<void> {
+  const t = tokenizerFromGguf(readGguf(tinyModel()));
+  await Deno.mkdir(dir);
+  await Deno.writeFile(`${dir}/config.json`, configJson());
+  await Deno.writeFile(`${dir}/model.safetensors`, hfFile());
+  await Deno.writeFile(`${dir}/tokenizer.json`, enc(t.tokenizer));
+  await Deno.writeFile(
+    `${dir}/tokenizer_config.json`,
+    enc({
+      chat_template: t.chatTemplate,
+      bos_token: t.special.bos,
+      eos_token: t.special.eos,
+      pad_token: t.special.pad,
+      unk_token: t.special.unk,
+    }),
+  );
+}
+
+Deno.test("model:import --hf gives the same components and codec as the GGUF of the same model", async () => {
+  await tempDir(async (dir) => {
+    await Deno.writeFile(`${dir}/tiny.gguf`, tinyModel());
+    await tinyHfFolder(`${dir}/hf`);
+    const fromGguf = roots(
+      (await importTask("--gguf", `${dir}/tiny.gguf`, "--objects", `${dir}/objects`)).stdout,
+    );
+    const r = await importTask("--hf", `${dir}/hf`, "--objects", `${dir}/objects`);
+    assert.equal(r.code, 0, r.stderr);
+    const fromHf = roots(r.stdout);
+    assert.equal(fromHf.codec, fromGguf.codec);
+    const store = new ObjectStore(`${dir}/objects`);
+    const a = await loadModel(store, fromGguf.model);
+    const b = await loadModel(store, fromHf.model);
+    assert.deepEqual(b.manifest.components, a.manifest.components);
+    assert.deepEqual(b.manifest.config, a.manifest.config);
+    assert.equal((b.manifest.origin as { format: string }).format, "hf");
+  });
+});
+
+Deno.test("model:import --hf checks pinned SHA-256 values and stores nothing when one differs", async () => {
+  await tempDir(async (dir) => {
+    await tinyHfFolder(`${dir}/hf`);
+    const config = await Deno.readFile(`${dir}/hf/config.json`);
+    await Deno.writeTextFile(`${dir}/good.json`, JSON.stringify({ "config.json": sha256Hex(config) }));
+    await Deno.writeTextFile(`${dir}/bad.json`, JSON.stringify({ "config.json": "0".repeat(64) }));
+    const bad = await importTask(
+      "--hf",
+      `${dir}/hf`,
+      "--pins",
+      `${dir}/bad.json`,
+      "--objects",
+      `${dir}/objects`,
+    );
+    assert.equal(bad.code, 1);
+    assert.match(
+      bad.stderr,
+      new RegExp(
+        `error: Cannot import Hugging Face model: config.json has SHA-256 ${
+          sha256Hex(config)
+        }, pinned 0{64} \\(invalid_model\\)`,
+      ),
+    );
+    assert.equal(await Deno.stat(`${dir}/objects`).then(() => true, () => false), false);
+    const good = await importTask(
+      "--hf",
+      `${dir}/hf`,
+      "--pins",
+      `${dir}/good.json`,
+      "--objects",
+      `${dir}/objects`,
+    );
+    assert.equal(good.code, 0, good.stderr);
+    assert.match(good.stderr, /1 pinned SHA-256 values match/);
   });
 });
 
