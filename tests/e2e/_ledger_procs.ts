@@ -30,11 +30,12 @@ export async function prepare(dir: string, genesis: JsonObject, seeds: readonly 
 export async function startProc(
   home: string,
   genesisPath: string,
-  options: { follow?: string; intervalMs?: number; env?: Record<string, string> } = {},
+  options: { follow?: string; intervalMs?: number; port?: number; env?: Record<string, string> } = {},
 ): Promise<NodeProc> {
   const args = ["run", "--allow-all", `${ROOT}tasks/validator.ts`, "--home", home, "--genesis", genesisPath];
   if (options.follow) args.push("--follow", options.follow);
   if (options.intervalMs) args.push("--interval-ms", String(options.intervalMs));
+  if (options.port) args.push("--port", String(options.port));
   const child = new Deno.Command(Deno.execPath(), {
     args,
     cwd: ROOT,

@@ -17,7 +17,9 @@ import {
 } from "./_ledger_procs.ts";
 
 const SEED = Number(Deno.env.get("NEURO_SEED") ?? "20261129");
-const BLOCKS = Number(Deno.env.get("NEURO_LEDGER_BLOCKS") ?? "1000");
+const BLOCKS = Number(
+  Deno.env.get("NEURO_LEDGER_BLOCKS") ?? (Deno.env.get("NEURO_SLOW") === "1" ? "3000" : "1000"),
+);
 
 const accounts = Array.from(
   { length: 12 },
