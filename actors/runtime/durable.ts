@@ -30,7 +30,7 @@
  */
 import { canonicalBytes, decodeCanonical, type JsonValue } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
-import { ProtocolError } from "../../core/errors.ts";
+import { ProtocolError, RetryableError } from "../../core/errors.ts";
 import {
   type ContextDeps,
   divergence,
@@ -66,12 +66,19 @@ export function defineActor<D extends ActorDefinition>(def: D): D {
   return def;
 }
 
+/** What recovery did with one unfinished operation. */
+export type Recovery =
+  | { readonly opId: string; readonly ok: true; readonly result: Uint8Array }
+  | { readonly opId: string; readonly ok: false; readonly error: RetryableError };
+
 /** A running durable actor over one journal. Operations run one at a time, in delivery order. */
 export class DurableActor {
   private readonly log: EventLog;
   private readonly live = new Map<string, Live>();
   private readonly machines = new Map<string, AnyMachine>();
   private readonly deps: ContextDeps;
+  /** What the recovery in `open` did with each unfinished operation. */
+  recovered: Recovery[] = [];
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(readonly journal: Journal, readonly def: ActorDefinition) {
@@ -83,9 +90,13 @@ export class DurableActor {
   /**
    * Opens the actor: rebuilds every workflow instance by replaying its journal (throws
    * `ProtocolError(journal_divergence)` with the report on a mismatch), then re-executes unfinished
-   * operations unless `recover` is false.
+   * operations unless `recover` is false (see `recover`; the report is kept in `recovered`).
    */
-  static async open(journal: Journal, def: ActorDefinition, options: { recover?: boolean } = {}) {
+  static async open(
+    journal: Journal,
+    def: ActorDefinition,
+    options: { recover?: boolean } = {},
+  ): Promise<DurableActor> {
     const actor = new DurableActor(journal, def);
     for (const inst of actor.log.instances()) {
       const machine = actor.machines.get(inst.machine);
@@ -93,17 +104,26 @@ export class DurableActor {
       if (!r.ok) throw divergence(`Cannot open actor ${def.name}: ${formatDivergence(r.divergence)}`);
       actor.live.set(inst.instance, { machine: machine!, state: r.value.state });
     }
-    if (options.recover !== false) await actor.recover();
+    if (options.recover !== false) actor.recovered = await actor.recover();
     return actor;
   }
 
-  /** Re-executes every operation begun and not finished; returns their recorded results in order. */
-  recover(): Promise<Uint8Array[]> {
+  /**
+   * Re-executes every operation begun and not finished, in the order they began. An operation that fails
+   * with a `RetryableError` stays begun (reported, retried by the next `recover` or re-delivery); any other
+   * error stops the recovery.
+   */
+  recover(): Promise<Recovery[]> {
     return this.serial(async () => {
-      const out: Uint8Array[] = [];
+      const out: Recovery[] = [];
       for (const op of this.journal.unfinished()) {
         const input = op.input === null ? null : decodeCanonical(op.input);
-        out.push(await this.execute(op.opId, op.handler, input));
+        try {
+          out.push({ opId: op.opId, ok: true, result: await this.execute(op.opId, op.handler, input) });
+        } catch (e) {
+          if (!(e instanceof RetryableError)) throw e;
+          out.push({ opId: op.opId, ok: false, error: e });
+        }
       }
       return out;
     });

@@ -214,3 +214,31 @@ Deno.test("a re-execution that calls different steps is journal_divergence and i
   assert.equal(j.operation("op1")!.status, "begun");
   j.close();
 });
+
+Deno.test("an operation that is still retryable at restart stays begun and the actor opens", async () => {
+  const path = tempPath();
+  const down = { on: true };
+  const def = defineActor({
+    name: "retry",
+    machines: [],
+    handlers: {
+      send: (ctx) =>
+        ctx.step("send", () => {
+          if (down.on) throw new RetryableError("validator unreachable");
+          return "sent";
+        }),
+    },
+  });
+  const actor = await DurableActor.open(Journal.open(path), def);
+  await assert.rejects(actor.deliver("send", "op1", null), RetryableError);
+  actor.journal.close();
+  const restarted = await DurableActor.open(Journal.open(path), def);
+  assert.deepEqual(restarted.recovered.map((r) => [r.opId, r.ok]), [["op1", false]]);
+  assert.equal(restarted.journal.operation("op1")!.status, "begun");
+  down.on = false;
+  const again = await restarted.recover();
+  assert.deepEqual(again.map((r) => [r.opId, r.ok && new TextDecoder().decode(r.result)]), [
+    ["op1", '{"ok":true,"value":"sent"}'],
+  ]);
+  restarted.journal.close();
+});
