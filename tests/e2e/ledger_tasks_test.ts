@@ -1,4 +1,7 @@
 import { equal } from "node:assert/strict";
+import { canonical } from "../../core/canonical.ts";
+import { LedgerApp } from "../../ledger/app.ts";
+import { testGenesis } from "../ledger/_fixture.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -25,6 +28,24 @@ Deno.test("deno task validator refuses a missing genesis file with a clear error
     const r = await run(["tasks/validator.ts", "--home", dir, "--genesis", `${dir}/none.json`]);
     equal(r.code, 2);
     equal(r.err.startsWith(`error: Cannot read genesis ${dir}/none.json`), true, r.err);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task validator refuses a home whose state was created with another genesis (genesis_mismatch)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    LedgerApp.open(`${dir}/state.sqlite`, testGenesis()).close();
+    await Deno.writeTextFile(`${dir}/other.json`, canonical({ ...testGenesis(), chain_id: "other-chain" }));
+    const r = await run(["tasks/validator.ts", "--home", dir, "--genesis", `${dir}/other.json`]);
+    equal(r.code, 1);
+    equal(
+      /^error: Cannot start node: the state was created with genesis [0-9a-f]{64}, given [0-9a-f]{64} \(genesis_mismatch\)/
+        .test(r.err),
+      true,
+      r.err,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -108,3 +108,40 @@ Deno.test("a replica forwards broadcasts to the proposer and reports a transacti
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a replica given a block that does not follow its head stops with invalid_block and commits nothing", async () => {
+  const dir = await Deno.makeTempDir();
+  const genesis = testGenesis();
+  // A rogue proposer that answers block 1 with a wrong previous app hash.
+  const rogue = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const url = new URL(req.url);
+    if (url.pathname !== "/block") return new Response("{}", { status: 404 });
+    const block = {
+      chain_id: "test-chain",
+      height: 1,
+      time: 1_700_000_001_000,
+      prev_app_hash: "00".repeat(32),
+      last_commit: [],
+      txs: [],
+    };
+    return new Response(canonical({ height: 1, block, app_hash: "11".repeat(32), results: [] }));
+  });
+  const lines: string[] = [];
+  const replica = await startNode({
+    home: `${dir}/r`,
+    genesis,
+    follow: `http://127.0.0.1:${rogue.addr.port}`,
+    log: (l) => lines.push(l),
+  });
+  try {
+    const halt = await replica.done;
+    assertEquals([halt?.code, halt?.height, halt?.proposer_app_hash], ["invalid_block", 1, "11".repeat(32)]);
+    equal(halt!.message.includes("prev_app_hash is 0000"), true, halt!.message);
+    equal(replica.app.info().height, 0);
+    equal(lines.some((l) => l.startsWith("HALT invalid_block at height 1")), true, lines.join("\n"));
+  } finally {
+    await replica.stop();
+    await rogue.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
