@@ -102,6 +102,35 @@ export function crossEntropyBackward(
   return dz;
 }
 
+/**
+ * The mean loss, the per-row losses and the gradient in one pass (each row's exponentials computed once);
+ * the same bits as `crossEntropyForward` and `crossEntropyBackward`.
+ */
+export function crossEntropyForwardBackward(
+  logits: Float32Array,
+  labels: Int32Array,
+  N: number,
+  V: number,
+): CrossEntropyResult & { readonly dz: Float32Array } {
+  const labelled = checkLabels(labels, V);
+  const rowLosses = new Float32Array(N); // rowLosses: [N]
+  const dz = new Float32Array(N * V); // dz: [N,V]
+  const e = new Float32Array(V); // e: [V]
+  let total = 0;
+  for (let n = 0; n < N; n++) {
+    const y = labels[n]!;
+    if (y === IGNORE_INDEX) continue;
+    const o = n * V;
+    const { m, sum } = rowExp(logits, o, V, e);
+    rowLosses[n] = fr(logf(sum) - fr(logits[o + y]! - m));
+    total += rowLosses[n]!;
+    for (let j = 0; j < V; j++) dz[o + j] = fr(fr(fr(e[j]! / sum) - (j === y ? 1 : 0)) / labelled);
+  }
+  assertFinite(rowLosses, "row losses");
+  assertFinite(dz, "logit gradient");
+  return { loss: total / labelled, rowLosses, labelled, dz };
+}
+
 /** Index of each row's largest value (the lowest index among equals): x [N,V] → [N]. */
 export function argmax(x: Float32Array, N: number, V: number): Int32Array {
   assertFinite(x.subarray(0, N * V), "argmax input");

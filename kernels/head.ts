@@ -12,7 +12,7 @@
  * ```
  */
 import type { ModelConfig } from "./config.ts";
-import { crossEntropyBackward, crossEntropyForward } from "./cross_entropy.ts";
+import { crossEntropyForwardBackward } from "./cross_entropy.ts";
 import { linearBackward, linearForward } from "./linear.ts";
 import { EMBED_TENSOR, NORM_TENSOR } from "./model.ts";
 import { rmsnormBackward, rmsnormForward } from "./rmsnorm.ts";
@@ -52,8 +52,7 @@ export function headForwardBackward(
   const normW = norm[NORM_TENSOR]!.data, embedW = embed[EMBED_TENSOR]!.data;
   const { y, cache } = rmsnormForward(hidden, normW, N, C, c.rms_norm_eps); // y: [N,C]
   const logits = linearForward(y, embedW, N, C, V); // logits: [N,V]
-  const { loss, rowLosses } = crossEntropyForward(logits, labels, N, V);
-  const dz = crossEntropyBackward(logits, labels, N, V); // dz: [N,V]
+  const { loss, rowLosses, dz } = crossEntropyForwardBackward(logits, labels, N, V); // dz: [N,V]
   const lin = linearBackward(dz, y, embedW, N, C, V);
   const nb = rmsnormBackward(lin.dx, normW, cache, N, C);
   return { loss, rowLosses, dHidden: nb.dx, dNorm: nb.dw, dEmbed: lin.dw };

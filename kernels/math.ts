@@ -31,11 +31,20 @@ import { ProtocolError } from "../core/errors.ts";
 
 const bits = new DataView(new ArrayBuffer(8));
 
-/** 2^k for an integer k in [−1022, 1023], built from its bits (exact). */
+/** 2^k for every integer k in [−1022, 1023], built once from its bits (exact): POW2[k + 1022]. */
+const POW2: Float64Array = (() => {
+  const out = new Float64Array(2046);
+  for (let k = -1022; k <= 1023; k++) {
+    bits.setUint32(0, (k + 1023) << 20);
+    bits.setUint32(4, 0);
+    out[k + 1022] = bits.getFloat64(0);
+  }
+  return out;
+})();
+
+/** 2^k for an integer k in [−1022, 1023] (exact). */
 function pow2(k: number): number {
-  bits.setUint32(0, (k + 1023) << 20);
-  bits.setUint32(4, 0);
-  return bits.getFloat64(0);
+  return POW2[k + 1022]!;
 }
 
 const LN2_HI = 6.93147180369123816490e-01; // 0x3fe62e42fee00000: low 32 bits zero, so k·LN2_HI is exact

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { argmax, crossEntropyBackward, crossEntropyForward } from "../../kernels/cross_entropy.ts";
+import {
+  argmax,
+  crossEntropyBackward,
+  crossEntropyForward,
+  crossEntropyForwardBackward,
+} from "../../kernels/cross_entropy.ts";
 import { errorCode, gradcheck, randomArray, rng } from "./_gradcheck.ts";
 
 Deno.test("cross-entropy ignores -100 labels, averages over labelled rows and matches finite differences", () => {
@@ -40,4 +45,22 @@ Deno.test("cross-entropy rejects labels outside the vocabulary and batches witho
 Deno.test("argmax picks the lowest index among equal maxima and refuses NaN", () => {
   assert.deepEqual(Array.from(argmax(new Float32Array([1, 3, 3, -1, -2, -0.5]), 2, 3)), [1, 2]);
   assert.equal(errorCode(() => argmax(new Float32Array([1, NaN]), 1, 2)), "non_finite_tensor");
+});
+
+Deno.test("cross-entropy in one pass gives the same bits as forward and backward apart", () => {
+  const next = rng(9);
+  const N = 6, V = 7, labels = new Int32Array([0, 6, -100, 3, 3, 1]);
+  const z = randomArray(next, N * V, 4);
+  const both = crossEntropyForwardBackward(z, labels, N, V);
+  const f = crossEntropyForward(z, labels, N, V);
+  assert.equal(both.loss, f.loss);
+  assert.deepEqual(both.rowLosses, f.rowLosses);
+  assert.deepEqual(
+    new Uint32Array(both.dz.buffer),
+    new Uint32Array(crossEntropyBackward(z, labels, N, V).buffer),
+  );
+  assert.equal(
+    errorCode(() => crossEntropyForwardBackward(z, new Int32Array(N).fill(-100), N, V)),
+    "invalid_tensor",
+  );
 });
