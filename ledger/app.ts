@@ -2,13 +2,19 @@
  * The ledger application, with the interface named after ABCI 2.0 so that a CometBFT adapter can drive it
  * later without touching the rules: `info`, `initChain`, `checkTx`, `prepareProposal`, `processProposal`,
  * `finalizeBlock` (applies into an overlay, persists nothing), `commit` (persists) and `query` (read-only).
- * Signature verification is cached by raw hash between `checkTx` and `finalizeBlock`.
+ * Signature verification is cached by raw hash between `checkTx` and `finalizeBlock`. `initChain` runs when
+ * `open` finds an empty state; a state created from another genesis is refused (`genesis_mismatch`).
  *
  * @example
  * ```ts
- * const app = LedgerApp.open(":memory:", genesisJson);
- * const r = app.finalizeBlock({ chain_id, height: 1, time, prev_app_hash: app.info().app_hash, last_commit: [], txs });
- * app.commit();
+ * import { LedgerApp } from "./app.ts";
+ * import { parseJson } from "../core/canonical.ts";
+ * const app = LedgerApp.open(":memory:", parseJson(Deno.readTextFileSync("genesis.json")));
+ * const head = app.info(); // height 0, app hash chained from the genesis id
+ * const r = app.finalizeBlock({
+ *   chain_id: head.chain_id, height: 1, time: head.time + 1000, prev_app_hash: head.app_hash, last_commit: [], txs: [],
+ * });
+ * app.commit(); // now head.height is 1 and head.app_hash is r.app_hash
  * ```
  */
 import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
