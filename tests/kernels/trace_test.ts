@@ -7,6 +7,7 @@ import { honestStep } from "./_step_fixture.ts";
 
 const { parent, out } = honestStep();
 const PARAMS = { learning_rate: 0.25, clip: 0.5 };
+const ONE = "0x1.0000000000000p+0";
 
 /** Re-ids the traces after an edit so that only the edited rule can fail. */
 function check(
@@ -18,74 +19,122 @@ function check(
   return checkRecord(r, traces, parent, candidate, PARAMS);
 }
 
+/** "ok", or the code and message of the rejection (so each test can see which rule fired). */
 function codeOf(v: ReturnType<typeof check>): string {
-  return v.ok ? "ok" : v.code;
+  return v.ok ? "ok" : `${v.code}: ${v.message}`;
 }
 
+const [t0, t1, t2] = out.traces as [StageTrace, StageTrace, StageTrace];
+
 Deno.test("record: an honest record passes every graph check", () => {
-  assert.deepEqual(check(out.traces), { ok: true });
+  assert.equal(codeOf(check(out.traces)), "ok");
 });
 
 Deno.test("record: a trace that does not match its id is rejected", () => {
   const r = { ...out.record, traces: [out.record.traces[1]!, out.record.traces[0]!, out.record.traces[2]!] };
   const v = checkRecord(r, out.traces, parent, out.candidateManifest, PARAMS);
-  assert.equal(v.ok ? "ok" : v.code, "invalid_record");
+  assert.match(codeOf(v), /^invalid_record: .*trace 0 does not match its id/);
 });
 
 Deno.test("record: partitions must cover every component once, in numeric order, embed and norm on stage 0", () => {
-  const [t0, t1, t2] = out.traces as [StageTrace, StageTrace, StageTrace];
-  const swapped = [t0, { ...t1, partition: ["block_002"] }, { ...t2, partition: ["block_001"] }];
-  assert.equal(codeOf(check(swapped)), "invalid_record");
+  const swapped = [
+    t0,
+    { ...t1, partition: ["block_002"], components: { block_002: t2.components.block_002! } },
+    { ...t2, partition: ["block_001"], components: { block_001: t1.components.block_001! } },
+  ];
+  assert.match(
+    codeOf(check(swapped)),
+    /^invalid_record: .*partitions cover embed,norm,block_000,block_002,block_001/,
+  );
   const missing = [t0, t1];
-  assert.equal(codeOf(check(missing, { norms: out.record.norms.slice(0, 2) })), "invalid_record");
+  assert.match(codeOf(check(missing, { norms: out.record.norms.slice(0, 2) })), /partitions cover/);
   const noNorm = [
-    { ...t0, partition: ["embed", "block_000"] },
-    { ...t1, partition: ["norm", "block_001"] },
+    {
+      ...t0,
+      partition: ["embed", "block_000"],
+      components: { embed: t0.components.embed!, block_000: t0.components.block_000! },
+    },
+    {
+      ...t1,
+      partition: ["norm", "block_001"],
+      components: { norm: t0.components.norm!, block_001: t1.components.block_001! },
+    },
     t2,
   ];
-  assert.equal(codeOf(check(noNorm)), "invalid_record");
+  assert.match(codeOf(check(noNorm)), /partitions cover embed,block_000,norm/);
+  const mismatched = [t0, { ...t1, partition: ["block_002"] }, t2];
+  assert.match(codeOf(check(mismatched)), /trace 1 components do not match its partition/);
+  assert.match(
+    codeOf(check([{ ...t0, partition: [], components: {} }, t1, t2])),
+    /trace 0 partition is empty/,
+  );
 });
 
 Deno.test("record: the activation and gradient chain must link the stages", () => {
-  const [t0, t1, t2] = out.traces as [StageTrace, StageTrace, StageTrace];
-  assert.equal(codeOf(check([t0, { ...t1, input: t2.output }, t2])), "invalid_record");
-  assert.equal(codeOf(check([t0, { ...t1, gradient_out: t0.head_gradient! }, t2])), "invalid_record");
-  assert.equal(codeOf(check([{ ...t0, head_input: t1.output }, t1, t2])), "invalid_record");
-  assert.equal(codeOf(check([{ ...t0, input: t1.output }, t1, t2])), "invalid_record");
-  assert.equal(codeOf(check([{ ...t0, gradient_in: t1.gradient_in }, t1, t2])), "invalid_record");
+  assert.match(codeOf(check([t0, { ...t1, input: t2.output }, t2])), /stage 1 input is not stage 0's output/);
+  assert.match(
+    codeOf(check([t0, { ...t1, gradient_out: t0.head_gradient! }, t2])),
+    /stage 1 gradient_out is not/,
+  );
+  assert.match(
+    codeOf(check([t0, t1, { ...t2, gradient_out: t1.gradient_in! }])),
+    /stage 2 gradient_out is not/,
+  );
+  assert.match(
+    codeOf(check([{ ...t0, head_input: t1.output }, t1, t2])),
+    /head_input is not the last stage's output/,
+  );
+  assert.match(codeOf(check([{ ...t0, input: t1.output }, t1, t2])), /stage 0 input is not the batch/);
+  assert.match(
+    codeOf(check([{ ...t0, gradient_in: t1.gradient_in }, t1, t2])),
+    /trace 0 gradient_in is wrong/,
+  );
 });
 
-Deno.test("record: norms, scale, loss, learning rate and clip must agree", () => {
+Deno.test("record: norms, scale, loss, learning rate, clip and step must agree", () => {
   const ts = out.traces;
-  assert.equal(codeOf(check(ts, { scale: "0x1.0000000000000p+0" })), "invalid_record");
-  assert.equal(
-    codeOf(check(ts, { norms: [out.record.norms[1]!, out.record.norms[0]!, out.record.norms[2]!] })),
-    "invalid_record",
+  assert.match(
+    codeOf(check(ts.map((t) => ({ ...t, scale: ONE })), { scale: ONE })),
+    /scale is 0x1.0+p\+0, recomputed/,
   );
-  assert.equal(codeOf(check(ts, { loss: "0x1.0000000000000p+0" })), "invalid_record");
-  assert.equal(codeOf(check(ts, { clip: "0x1.0000000000000p+0" })), "invalid_record");
-  const r = { ...out.record };
-  assert.equal(
-    codeOf(checkRecord(r, ts, parent, out.candidateManifest, { learning_rate: 0.5, clip: 0.5 })),
-    "invalid_record",
+  assert.match(codeOf(check(ts, { scale: ONE })), /trace 0 lr or scale differ/);
+  const norms = [out.record.norms[1]!, out.record.norms[0]!, out.record.norms[2]!];
+  assert.match(codeOf(check(ts, { norms })), /norm 0 is not trace 0's/);
+  assert.match(codeOf(check(ts, { loss: ONE })), /loss is not stage 0's/);
+  assert.match(codeOf(check(ts, { clip: ONE })), /clip is 0x1.0+p\+0/);
+  const other = checkRecord(out.record, ts, parent, out.candidateManifest, { learning_rate: 0.5, clip: 0.5 });
+  assert.match(codeOf(other), /learning_rate is/);
+  assert.match(
+    codeOf(check(ts.map((t, i) => i === 1 ? { ...t, step: 8 } : t))),
+    /trace 1 has another parent or step/,
   );
 });
 
 Deno.test("record: the candidate must be the parent with only the new component roots", () => {
   const changed = { ...out.candidateManifest, tokenizer_root: "cd".repeat(32) };
-  assert.equal(
+  const candidate = /the candidate manifest is not the parent with the new component roots/;
+  assert.match(
     codeOf(check(out.traces, { model_root: id(changed as unknown as JsonValue) }, changed)),
-    "invalid_record",
+    candidate,
   );
-  const [t0, t1, t2] = out.traces as [StageTrace, StageTrace, StageTrace];
   const stale = { ...t1, components: { block_001: parent.components.block_001! } };
-  assert.equal(codeOf(check([t0, stale, t2])), "invalid_record");
-  assert.equal(codeOf(check(out.traces, { parent: out.candidateRoot })), "invalid_record");
+  assert.match(codeOf(check([t0, stale, t2])), candidate);
+  assert.match(
+    codeOf(check(out.traces, { parent: out.candidateRoot })),
+    /parent is not the parent manifest's root/,
+  );
+  assert.match(
+    codeOf(check(out.traces, { model_root: out.record.parent })),
+    /model_root is not the candidate's root/,
+  );
 });
 
 Deno.test("record: a malformed trace is rejected", () => {
-  const [t0, t1, t2] = out.traces as [StageTrace, StageTrace, StageTrace];
-  assert.equal(codeOf(check([t0, { ...t1, loss: "0x0.0p+0" }, t2])), "invalid_record");
-  assert.equal(codeOf(check([t0, { ...t1, scale: "1.0" }, t2])), "invalid_record");
-  assert.equal(codeOf(check([t0, { ...t1, gradient_in: null }, t2])), "invalid_record");
+  assert.match(codeOf(check([t0, { ...t1, loss: "0x0.0p+0" }, t2])), /trace 1 has fields .*loss/);
+  assert.match(codeOf(check([t0, { ...t1, scale: "1.0" }, t2])), /trace 1 scale is not a hex float/);
+  assert.match(codeOf(check([t0, { ...t1, gradient_in: null }, t2])), /trace 1 gradient_in is wrong/);
+  assert.match(codeOf(check([t0, { ...t1, phase: "test" as "train" }, t2])), /trace 1 phase is "test"/);
+  assert.match(codeOf(check([{ ...t0, loss: "nan" }, t1, t2])), /trace 0 head fields are malformed/);
+  assert.match(codeOf(check([t0, { ...t1, output: "x" }, t2])), /trace 1 output is not a root/);
+  assert.match(codeOf(check([], { norms: [] })), /has 0 traces/);
 });
