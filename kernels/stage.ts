@@ -9,7 +9,10 @@
  *   `fround(head part + lookup part)` elementwise and the final norm's is the head's.
  * - `normSquared`: Σ grad² in float64 over components in partition order, tensors in name order, elements
  *   ascending (each float32 square is exact in float64; each sum is rounded to float64).
- * - `clipScale`: `min(1, clip / (sqrt(Σ norms in stage order) + 1e-6))` in float64.
+ * - `clipScale`: `min(1, clip / (sqrt(Σ norms in stage order) + 1e-6))` in float64. Every activation,
+ *   gradient and parameter gradient is the same bits under any placement; only this float64 sum is grouped
+ *   by stage, so two placements can differ in its last bit (and, rarely, in `fround(lr · scale)`). That is
+ *   why the norms and the scale are committed and the graph checks recompute the scale from them.
  * - `applyUpdate`: `eta = fround(lr · scale)` then `p ← fround(p − fround(eta · g))`.
  *
  * @example
