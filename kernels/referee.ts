@@ -18,6 +18,7 @@ import { ProtocolError } from "../core/errors.ts";
 import { fromHexFloat, toHexFloat } from "../core/hex_float.ts";
 import { type Batch, batchArrays, validateBatch } from "./batch.ts";
 import { configFromJson, headDim } from "./config.ts";
+import { growManifest } from "./growth.ts";
 import { headForwardBackward, type HeadResult } from "./head.ts";
 import { type Manifest, readComponent } from "./manifest.ts";
 import { rotaryTables } from "./rotary.ts";
@@ -163,4 +164,37 @@ function replay(input: ReplayInput): void {
       }
     }
   });
+}
+
+/**
+ * The referee of a growth (PROTOCOL §5.3): recompute the grown manifest from the parent and the bytes of
+ * its last block alone and compare its root with the claimed one. A missing or wrong last block, or a bad
+ * count, is a mismatch named `optimizer update` (the only computed output of a growth is new components).
+ */
+export function replayGrowth(
+  parent: Manifest,
+  parentRoot: string,
+  lastBlock: Uint8Array | undefined,
+  added: number,
+  claimedRoot: string,
+): Verdict {
+  try {
+    const grown = phase("optimizer update", () => {
+      if (!lastBlock) {
+        throw new ProtocolError("not_sealed", "Cannot replay growth: the last block is not sealed");
+      }
+      return growManifest(parent, parentRoot, lastBlock, added);
+    });
+    if (grown.root !== claimedRoot) {
+      return {
+        verdict: "mismatch",
+        what: "optimizer update",
+        message: `grown manifest is ${grown.root}, claimed ${claimedRoot}`,
+      };
+    }
+    return { verdict: "match" };
+  } catch (e) {
+    if (e instanceof Mismatch) return { verdict: "mismatch", what: e.what, message: e.message };
+    return { verdict: "error", message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+  }
 }

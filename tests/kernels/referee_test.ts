@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { sha256Hex } from "../../core/digest.ts";
-import { replayStage } from "../../kernels/referee.ts";
+import { id, sha256Hex } from "../../core/digest.ts";
+import { growManifest } from "../../kernels/growth.ts";
+import { replayGrowth, replayStage } from "../../kernels/referee.ts";
 import { readValue, writeSafetensors, writeValue } from "../../kernels/safetensors.ts";
 import type { StageTrace } from "../../kernels/trace.ts";
 import { honestStep } from "./_step_fixture.ts";
@@ -119,4 +120,22 @@ Deno.test("referee: running out of memory is reported as an error, never as a mi
     },
   });
   assert.deepEqual(v, { verdict: "error", message: "RangeError: Array buffer allocation failed" });
+});
+
+Deno.test("referee: a growth replays from the parent's last block alone and a forged one is named", () => {
+  const parentRoot = id(fixture.parent as never);
+  const last = fixture.objects.get(fixture.parent.components.block_002!)!;
+  const honest = growManifest(fixture.parent, parentRoot, last, 2);
+  assert.deepEqual(replayGrowth(fixture.parent, parentRoot, last, 2, honest.root), { verdict: "match" });
+  const forged = replayGrowth(fixture.parent, parentRoot, last, 1, honest.root);
+  assert.equal(forged.verdict === "mismatch" && forged.what, "optimizer update");
+  const wrongBlock = fixture.objects.get(fixture.parent.components.block_001!)!;
+  assert.equal(
+    (replayGrowth(fixture.parent, parentRoot, wrongBlock, 2, honest.root) as { what?: string }).what,
+    "optimizer update",
+  );
+  assert.equal(
+    (replayGrowth(fixture.parent, parentRoot, undefined, 2, honest.root) as { what?: string }).what,
+    "optimizer update",
+  );
 });
