@@ -16,7 +16,7 @@ import { buildCodec, type BuiltCodec } from "../text/codec_manifest.ts";
 import { storeCodec } from "../text/codec.ts";
 import { parse, runTask, UsageError } from "./_cli.ts";
 
-const HELP = `deno task model:import (--gguf FILE | --hf DIR [--pins FILE]) --objects DIR
+const HELP = `deno task model:import (--gguf FILE | --hf DIR [--pins FILE]) [--objects DIR]
 
 Import a Llama model into the object store DIR: its text codec and its model manifest with one safetensors
 object per component. Prints:
@@ -33,10 +33,11 @@ Sources:
 
 Example:
   deno task model:fetch-smollm2
-  deno task model:import --gguf .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --objects .neuroshard/objects
+  deno task model:import --gguf .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
+  deno task chat --model <model_root>
 
 Options:
-  --objects DIR    the object store folder (created when missing)
+  --objects DIR    the object store folder (default .neuroshard/objects, created when missing)
   -h, --help       show this help`;
 
 async function read(path: string): Promise<Uint8Array> {
@@ -88,7 +89,7 @@ async function main(): Promise<void> {
     gguf: { type: "string" },
     hf: { type: "string" },
     pins: { type: "string" },
-    objects: { type: "string" },
+    objects: { type: "string", default: ".neuroshard/objects" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -97,7 +98,6 @@ async function main(): Promise<void> {
     throw new UsageError("give exactly one of --gguf FILE or --hf DIR");
   }
   if (values.pins !== undefined && values.hf === undefined) throw new UsageError("--pins goes with --hf");
-  if (!values.objects) throw new UsageError("--objects is required");
 
   const { model, codec, origin } = values.gguf !== undefined
     ? await fromGguf(values.gguf)

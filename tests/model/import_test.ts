@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import { ObjectStore } from "../../core/object_store.ts";
 import { loadModel } from "../../kernels/manifest.ts";
 import { loadCodec } from "../../text/codec.ts";
-import { writeGguf, type WValue } from "../kernels/gguf_writer.ts";
-import { ggufTensors, metadata } from "../kernels/gguf_tiny_llama.ts";
+import { tempDir, tinyModel } from "./tiny_model_fixture.ts";
 import { configJson, enc, hfFile } from "../kernels/hf_import_fixture.ts";
 import { readGguf } from "../../kernels/gguf.ts";
 import { tokenizerFromGguf } from "../../kernels/gguf_tokenizer.ts";
@@ -25,37 +24,6 @@ function roots(stdout: string): { model: string; codec: string } {
   const m = /^model_root ([0-9a-f]{64})\ncodec_root ([0-9a-f]{64})\n$/.exec(stdout);
   assert.ok(m, stdout);
   return { model: m[1]!, codec: m[2]! };
-}
-
-const strings = (xs: string[]): WValue => ({ t: 9, item: 8, v: xs.map((v) => ({ t: 8, v })) });
-const ints = (xs: number[]): WValue => ({ t: 9, item: 5, v: xs.map((v) => ({ t: 5, v })) });
-
-/** The tiny llama of the kernel tests with a 4-token byte-level tokenizer and a chat template. */
-function tinyModel(): Uint8Array {
-  const tokenizer: [string, WValue][] = [
-    ["tokenizer.ggml.model", { t: 8, v: "gpt2" }],
-    ["tokenizer.ggml.pre", { t: 8, v: "smollm" }],
-    ["tokenizer.ggml.tokens", strings(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "a"])],
-    ["tokenizer.ggml.token_type", ints([3, 3, 3, 1])],
-    ["tokenizer.ggml.merges", strings([])],
-    ["tokenizer.ggml.bos_token_id", { t: 4, v: 1 }],
-    ["tokenizer.ggml.eos_token_id", { t: 4, v: 2 }],
-    ["tokenizer.ggml.unknown_token_id", { t: 4, v: 0 }],
-    ["tokenizer.chat_template", {
-      t: 8,
-      v: "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}{% endfor %}",
-    }],
-  ];
-  return writeGguf({ metadata: [...metadata(), ...tokenizer], tensors: ggufTensors() });
-}
-
-async function tempDir(fn: (dir: string) => Promise<void>) {
-  const dir = await Deno.makeTempDir({ prefix: "neuroshard-import-test-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 }
 
 Deno.test("model:import stores a GGUF model and its codec, prints both roots, and is deterministic", async () => {

@@ -1,0 +1,45 @@
+/**
+ * `deno task generate --model ROOT --prompt TEXT`: one greedy answer from a stored model, the prompt sent as a
+ * single user message through the model's chat template, the answer streamed to stdout until `<|im_end|>`.
+ */
+import { encodePrompt } from "../text/conversation.ts";
+import { parse, required, runTask, UsageError } from "./_cli.ts";
+import { loadSession, streamReply } from "./_model_session.ts";
+
+const HELP = `deno task generate --model ROOT --prompt TEXT [--objects DIR] [--max-tokens N]
+
+Answer one prompt greedily with a stored model (for example SmolLM2 after \`deno task model:import\`): the
+prompt is one user message rendered with the model's chat template (its default system prompt included),
+and the answer streams to stdout until the end-of-turn token or --max-tokens.
+
+Options:
+  --model ROOT       the model manifest's root (printed by model:import)
+  --prompt TEXT      the user message
+  --objects DIR      the object store (default .neuroshard/objects)
+  --max-tokens N     at most N new tokens (default 128)
+  -h, --help         show this help`;
+
+async function main(): Promise<void> {
+  const { values, positionals } = parse(Deno.args, {
+    model: { type: "string" },
+    prompt: { type: "string" },
+    objects: { type: "string", default: ".neuroshard/objects" },
+    "max-tokens": { type: "string", default: "128" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) return console.log(HELP);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const root = required(values.model, "model");
+  const prompt = required(values.prompt, "prompt");
+  const maxTokens = Number(values["max-tokens"]);
+  if (!Number.isSafeInteger(maxTokens) || maxTokens < 1 || maxTokens > 4096) {
+    throw new UsageError(`--max-tokens is ${values["max-tokens"]}, expected an integer from 1 to 4096`);
+  }
+  const session = await loadSession(values.objects, root);
+  const ids = encodePrompt(session.codec, [{ role: "user", content: prompt }]);
+  const out = new TextEncoder();
+  streamReply(session, ids, maxTokens, (text) => Deno.stdout.writeSync(out.encode(text)));
+  Deno.stdout.writeSync(out.encode("\n"));
+}
+
+if (import.meta.main) await runTask("generate", main);

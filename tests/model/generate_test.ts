@@ -1,0 +1,132 @@
+import assert from "node:assert/strict";
+import { ObjectStore } from "../../core/object_store.ts";
+import { generate } from "../../kernels/generation.ts";
+import { loadModel } from "../../kernels/manifest.ts";
+import { loadCodec } from "../../text/codec.ts";
+import { encodePrompt } from "../../text/conversation.ts";
+import { smollm2File } from "./smollm2_file.ts";
+import { importedRoots, runTaskFile, tempDir, tinyModel } from "./tiny_model_fixture.ts";
+
+/** Imports the tiny model into `dir/objects` and returns its roots. */
+async function importTiny(dir: string) {
+  await Deno.writeFile(`${dir}/tiny.gguf`, tinyModel());
+  const r = await runTaskFile("model_import.ts", [
+    "--gguf",
+    `${dir}/tiny.gguf`,
+    "--objects",
+    `${dir}/objects`,
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  return importedRoots(r.stdout);
+}
+
+/** What the kernels' own `generate` answers, decoded without the EOS. */
+async function expectedAnswer(
+  objects: string,
+  root: string,
+  content: string,
+  maxNew: number,
+): Promise<string> {
+  const store = new ObjectStore(objects);
+  const model = await loadModel(store, root);
+  const codec = await loadCodec(store, model.manifest.tokenizer_root);
+  const eos = codec.manifest.special_ids.eos;
+  const { tokens } = generate(model, encodePrompt(codec, [{ role: "user", content }]), maxNew, eos);
+  return codec.decode(tokens.filter((t) => t !== eos));
+}
+
+Deno.test("generate streams exactly the kernels' greedy answer to a one-message chat", async () => {
+  await tempDir(async (dir) => {
+    const { model } = await importTiny(dir);
+    const r = await runTaskFile("generate.ts", [
+      "--model",
+      model,
+      "--objects",
+      `${dir}/objects`,
+      "--prompt",
+      "a",
+      "--max-tokens",
+      "6",
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, (await expectedAnswer(`${dir}/objects`, model, "a", 6)) + "\n");
+    assert.match(r.stderr, /loaded model [0-9a-f]{12}… \(\d+ parameters\)/);
+  });
+});
+
+Deno.test("generate refuses bad options and unknown models with clear errors", async () => {
+  await tempDir(async (dir) => {
+    const noModel = await runTaskFile("generate.ts", ["--prompt", "a"]);
+    assert.equal(noModel.code, 2);
+    assert.match(noModel.stderr, /error: --model is required/);
+    const badMax = await runTaskFile("generate.ts", [
+      "--model",
+      "0".repeat(64),
+      "--prompt",
+      "a",
+      "--max-tokens",
+      "0",
+    ]);
+    assert.equal(badMax.code, 2);
+    assert.match(badMax.stderr, /error: --max-tokens is 0, expected an integer from 1 to 4096/);
+    const unknown = await runTaskFile("generate.ts", [
+      "--model",
+      "0".repeat(64),
+      "--objects",
+      dir,
+      "--prompt",
+      "a",
+    ]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /\(object_not_found\)/);
+  });
+});
+
+Deno.test("chat answers each line, keeps the conversation, resets on /reset and stops at /exit", async () => {
+  await tempDir(async (dir) => {
+    const { model } = await importTiny(dir);
+    const r = await runTaskFile(
+      "chat.ts",
+      ["--model", model, "--objects", `${dir}/objects`, "--max-tokens", "4"],
+      "a\n/reset\na\n/exit\nnever read\n",
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const answer = await expectedAnswer(`${dir}/objects`, model, "a", 4);
+    assert.equal(
+      r.stdout,
+      `you> assistant> ${answer}\nyou> (conversation reset)\nyou> assistant> ${answer}\nyou> \n`,
+    );
+  });
+});
+
+const file = await smollm2File();
+
+Deno.test({
+  name: "fetch, import and chat: SmolLM2 answers the capital of France with Paris and of Germany with Berlin",
+  ignore: file.path === null,
+  fn: async () => {
+    await tempDir(async (dir) => {
+      const imported = await runTaskFile("model_import.ts", ["--gguf", file.path!, "--objects", dir]);
+      assert.equal(imported.code, 0, imported.stderr);
+      const { model } = importedRoots(imported.stdout);
+      const one = await runTaskFile("generate.ts", [
+        "--model",
+        model,
+        "--objects",
+        dir,
+        "--prompt",
+        "What is the capital of France?",
+      ]);
+      assert.equal(one.stdout, "The capital of France is Paris.\n");
+      const chat = await runTaskFile(
+        "chat.ts",
+        ["--model", model, "--objects", dir, "--max-tokens", "32"],
+        "What is the capital of France?\nAnd of Germany?\n",
+      );
+      assert.equal(
+        chat.stdout,
+        "you> assistant> The capital of France is Paris.\nyou> assistant> The capital of Germany is Berlin.\nyou> \n",
+      );
+    });
+  },
+});
