@@ -4,8 +4,8 @@
 ;; Vectorised across output columns j: lane l of an accumulator holds C[i, j0+l], and every accumulator is
 ;; updated once per k in ascending k, so each output element sees exactly the reference's operations.
 ;;
-;; Blocking: A is packed once ([ceil(M/3)][K][3], zero rows past M); B is packed one panel of 12 columns at a
-;; time ([K][12], zero columns past N). A 3-row × 12-column tile keeps 9 f32x4 accumulators, 3 splatted A
+;; Blocking: A is packed once ([ceil(M/3)][K][3], zero rows past M); B is packed 8 panels of 12 columns at a
+;; time (each [K][12], zero columns past N). A 3-row × 12-column tile keeps 9 f32x4 accumulators, 3 splatted A
 ;; values and 1 B vector ($bv) in registers (V8 gives wasm 15 vector registers on x64); the k loop is unrolled 8
 ;; times (the eight k-steps are the same text with advancing offsets) with a one-step tail. Padded rows and
 ;; columns compute on zeros and are never stored. Measured on the 2-core AMD EPYC dev machine: 2×12 tiles
@@ -22,6 +22,8 @@
   (global $W i32 (i32.const 12))
   (export "tile_rows" (global $R))
   (export "tile_cols" (global $W))
+  (global $G i32 (i32.const 8)) ;; panels packed together (see $pack_group)
+  (export "panel_group" (global $G))
 
   ;; dst[ib][k][r] = A[3*ib + r, k] for ib < ceil(M/3), k < K, r < 3; 0 where 3*ib + r >= M.
   (func $pack_a (param $src i32) (param $dst i32) (param $M i32) (param $K i32) (param $aT i32)
@@ -158,10 +160,68 @@
       (br $next_k)))
   )
 
-  ;; C[M,N] (row-major at $c) = A·B. $pa holds ceil(M/3)*3*K floats, $pb 12*K floats, $scr 36 floats.
+  ;; Packs the group of up to 8 panels starting at column j0: panel g (columns j0+12g ..) at dst + g·48K.
+  ;; A whole group of a row-major B is read row by row (96 contiguous floats per k), so a wide B is walked
+  ;; page by page once per group rather than once per panel; anything else goes panel by panel.
+  (func $pack_group (param $src i32) (param $dst i32) (param $K i32) (param $N i32) (param $j0 i32) (param $bT i32)
+    (local $k i32) (local $g i32) (local $p i32) (local $d i32) (local $s i32)
+    (local.set $s (i32.mul (local.get $K) (i32.const 48)))
+    (if (i32.and (i32.eqz (local.get $bT)) (i32.le_u (i32.add (local.get $j0) (i32.const 96)) (local.get $N)))
+      (then
+        (local.set $p (i32.add (local.get $src) (i32.shl (local.get $j0) (i32.const 2))))
+        (local.set $k (i32.const 0))
+        (block $done (loop $next
+          (br_if $done (i32.ge_u (local.get $k) (local.get $K)))
+          (local.set $d (i32.add (local.get $dst) (i32.mul (local.get $k) (i32.const 48))))
+              (v128.store offset=0 (local.get $d) (v128.load offset=0 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=16 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=32 (local.get $p)))
+              (local.set $d (i32.add (local.get $d) (local.get $s)))
+              (v128.store offset=0 (local.get $d) (v128.load offset=48 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=64 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=80 (local.get $p)))
+              (local.set $d (i32.add (local.get $d) (local.get $s)))
+              (v128.store offset=0 (local.get $d) (v128.load offset=96 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=112 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=128 (local.get $p)))
+              (local.set $d (i32.add (local.get $d) (local.get $s)))
+              (v128.store offset=0 (local.get $d) (v128.load offset=144 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=160 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=176 (local.get $p)))
+              (local.set $d (i32.add (local.get $d) (local.get $s)))
+              (v128.store offset=0 (local.get $d) (v128.load offset=192 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=208 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=224 (local.get $p)))
+              (local.set $d (i32.add (local.get $d) (local.get $s)))
+              (v128.store offset=0 (local.get $d) (v128.load offset=240 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=256 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=272 (local.get $p)))
+              (local.set $d (i32.add (local.get $d) (local.get $s)))
+              (v128.store offset=0 (local.get $d) (v128.load offset=288 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=304 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=320 (local.get $p)))
+              (local.set $d (i32.add (local.get $d) (local.get $s)))
+              (v128.store offset=0 (local.get $d) (v128.load offset=336 (local.get $p)))
+              (v128.store offset=16 (local.get $d) (v128.load offset=352 (local.get $p)))
+              (v128.store offset=32 (local.get $d) (v128.load offset=368 (local.get $p)))
+          (local.set $p (i32.add (local.get $p) (i32.shl (local.get $N) (i32.const 2))))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br $next)))
+        (return)))
+    (local.set $g (i32.const 0))
+    (block $done_g (loop $next_g
+      (br_if $done_g (i32.or (i32.ge_u (local.get $g) (i32.const 8))
+        (i32.ge_u (i32.add (local.get $j0) (i32.mul (local.get $g) (i32.const 12))) (local.get $N))))
+      (call $pack_b (local.get $src) (i32.add (local.get $dst) (i32.mul (local.get $g) (local.get $s)))
+        (local.get $K) (local.get $N) (i32.add (local.get $j0) (i32.mul (local.get $g) (i32.const 12))) (local.get $bT))
+      (local.set $g (i32.add (local.get $g) (i32.const 1)))
+      (br $next_g)))
+  )
+
+  ;; C[M,N] (row-major at $c) = A·B. $pa holds ceil(M/3)*3*K floats, $pb 8*12*K floats, $scr 36 floats.
   (func (export "matmul") (param $a i32) (param $b i32) (param $c i32) (param $pa i32) (param $pb i32)
     (param $scr i32) (param $M i32) (param $K i32) (param $N i32) (param $aT i32) (param $bT i32)
-    (local $j0 i32) (local $i0 i32) (local $pak i32) (local $pbk i32) (local $end i32)
+    (local $j0 i32) (local $i0 i32) (local $pak i32) (local $pbk i32) (local $end i32) (local $pbp i32) (local $g i32)
     (local $row i32) (local $r i32) (local $q i32) (local $nr i32) (local $nc i32)
     (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $bv v128)
     (local $c00 v128) (local $c01 v128) (local $c02 v128)
@@ -171,7 +231,11 @@
     (local.set $j0 (i32.const 0))
     (block $done_j (loop $next_j
       (br_if $done_j (i32.ge_u (local.get $j0) (local.get $N)))
-      (call $pack_b (local.get $b) (local.get $pb) (local.get $K) (local.get $N) (local.get $j0) (local.get $bT))
+      ;; Every 8th panel, pack the next group of 8; $pbp walks the group's panels.
+      (if (i32.eqz (local.get $g))
+        (then
+          (call $pack_group (local.get $b) (local.get $pb) (local.get $K) (local.get $N) (local.get $j0) (local.get $bT))
+          (local.set $pbp (local.get $pb))))
       (local.set $i0 (i32.const 0))
       (local.set $pak (local.get $pa))
       (block $done_i (loop $next_i
@@ -186,7 +250,7 @@
         (local.set $c20 (v128.const i32x4 0 0 0 0))
         (local.set $c21 (v128.const i32x4 0 0 0 0))
         (local.set $c22 (v128.const i32x4 0 0 0 0))
-        (local.set $pbk (local.get $pb))
+        (local.set $pbk (local.get $pbp))
         (local.set $end (i32.add (local.get $pak) (i32.mul (local.get $K) (i32.const 12))))
         ;; for k = 0 .. K-1 (ascending): acc = fround(acc + fround(A[i,k] * B[k,j])), lane-wise; 8 k per turn.
         (block $done_k8 (loop $next_k8
@@ -393,6 +457,8 @@
               (br $next_r)))))
         (local.set $i0 (i32.add (local.get $i0) (i32.const 3)))
         (br $next_i)))
+      (local.set $pbp (i32.add (local.get $pbp) (i32.mul (local.get $K) (i32.const 48))))
+      (local.set $g (i32.and (i32.add (local.get $g) (i32.const 1)) (i32.const 7)))
       (local.set $j0 (i32.add (local.get $j0) (i32.const 12)))
       (br $next_j)))
   )

@@ -15,6 +15,7 @@ interface MatmulExports {
   memory: WebAssembly.Memory;
   tile_rows: WebAssembly.Global;
   tile_cols: WebAssembly.Global;
+  panel_group: WebAssembly.Global;
   matmul(
     a: number,
     b: number,
@@ -65,10 +66,11 @@ export function wasmMatmulAvailable(): boolean {
 }
 
 /** Bytes of wasm memory a call with these sizes needs (buffers 16-byte aligned), for `wasmMatmulFits`. */
-function layoutFor(M: number, K: number, N: number, R: number, W: number) {
+function layoutFor(M: number, K: number, N: number, ex: MatmulExports) {
+  const R: number = ex.tile_rows.value, W: number = ex.tile_cols.value, G: number = ex.panel_group.value;
   const al = (n: number) => Math.ceil(n / 4) * 16; // n floats, rounded up to 16 bytes
   const a = 0, b = a + al(M * K), c = b + al(K * N), pa = c + al(M * N);
-  const pb = pa + al(Math.ceil(M / R) * R * K), scr = pb + al(W * K), end = scr + al(R * W);
+  const pb = pa + al(Math.ceil(M / R) * R * K), scr = pb + al(G * W * K), end = scr + al(R * W);
   return { a, b, c, pa, pb, scr, end };
 }
 
@@ -76,7 +78,7 @@ function layoutFor(M: number, K: number, N: number, R: number, W: number) {
 export function wasmMatmulFits(M: number, K: number, N: number): boolean {
   const ex = load();
   if (ex === null) return false;
-  return layoutFor(M, K, N, ex.tile_rows.value, ex.tile_cols.value).end <= MAX_BYTES;
+  return layoutFor(M, K, N, ex).end <= MAX_BYTES;
 }
 
 /**
@@ -94,7 +96,7 @@ export function wasmMatmul(
 ): void {
   const ex = load();
   if (ex === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
-  const at = layoutFor(M, K, N, ex.tile_rows.value, ex.tile_cols.value);
+  const at = layoutFor(M, K, N, ex);
   if (at.end > MAX_BYTES) {
     throw new Error(`Cannot run the WebAssembly matmul: it needs ${at.end} bytes, more than ${MAX_BYTES}`);
   }
