@@ -168,22 +168,24 @@ export class EventLog {
       .map(toEvent);
   }
 
-  /** The fields of every event of `instance` a replay needs, in order (a lighter read than `events`). */
-  replayEvents(instance: string): ReplayEvent[] {
+  /** The fields of every event of `instance` a replay needs, in order, streamed (a lighter read than `events`). */
+  *replayEvents(instance: string): Generator<ReplayEvent> {
     const rows = this.journal.db.prepare(
       `SELECT seq, machine, machine_version, event, env, outcome, state, state_hash FROM events
        WHERE instance = ? ORDER BY seq`,
-    ).all(instance) as Row[];
-    return rows.map((r) => ({
-      seq: r.seq as number,
-      machine: r.machine as string,
-      machineVersion: r.machine_version as number,
-      event: r.event as string,
-      env: r.env as string,
-      outcome: r.outcome as string,
-      state: r.state as string,
-      stateHash: r.state_hash as string,
-    }));
+    ).iterate(instance) as Iterable<Row>;
+    for (const r of rows) {
+      yield {
+        seq: r.seq as number,
+        machine: r.machine as string,
+        machineVersion: r.machine_version as number,
+        event: r.event as string,
+        env: r.env as string,
+        outcome: r.outcome as string,
+        state: r.state as string,
+        stateHash: r.state_hash as string,
+      };
+    }
   }
 
   /** The event recorded by operation `opId` at position `pos`, or null. */

@@ -88,7 +88,7 @@ const ACCEPTED = '{"ok":true}';
 export function replayInstance(
   machine: AnyMachine | undefined,
   inst: InstanceRecord,
-  events: readonly ReplayEvent[],
+  events: Iterable<ReplayEvent>,
 ): ReplayResult<ReplayedInstance> {
   const fail = (index: number | null, reason: string, more: Partial<Divergence> = {}) => ({
     ok: false as const,
@@ -127,8 +127,9 @@ export function replayInstance(
   let stateText = inst.initial;
   let envText = "";
   let env: MachineEnv<unknown> | null = null;
-  for (let index = 0; index < events.length; index++) {
-    const rec = events[index]!;
+  let index = -1;
+  for (const rec of events) {
+    index++;
     const before = stateText;
     const recorded = () => ({
       event: rec.event,
@@ -192,7 +193,7 @@ export function replayInstance(
       instance: inst.instance,
       machine: inst.machine,
       machineVersion: inst.machineVersion,
-      events: events.length,
+      events: index + 1,
       state,
       stateHash: hashText(stateText),
     },
