@@ -4,7 +4,8 @@
  * Float32 definition per row of width C (every step rounded to float32, sums in ascending c from +0):
  * `ss = Σ x²`, `ms = ss / C`, `r = rsqrtf(ms + eps)`, `xn = x·r`, `y = w·xn`. Backward:
  * `dw = Σ_rows dy·xn` (rows ascending), `dxn = dy·w`, `dot = Σ_c dxn·xn`, `m = dot / C`,
- * `dx = r·(dxn − xn·m)`.
+ * `dx = r·(dxn − xn·m)`. A row whose `ss` overflows to infinity is `non_finite_tensor` (it would otherwise
+ * normalise to zeros silently).
  *
  * @example
  * ```ts
@@ -12,6 +13,7 @@
  * const { y } = rmsnormForward(new Float32Array([3, 4]), new Float32Array([1, 1]), 1, 2, 0);
  * ```
  */
+import { ProtocolError } from "../core/errors.ts";
 import { rsqrtf } from "./math.ts";
 import { assertFinite } from "./tensor.ts";
 
@@ -39,6 +41,12 @@ export function rmsnormForward(
     const o = n * C;
     let ss = 0;
     for (let c = 0; c < C; c++) ss = fr(ss + fr(x[o + c]! * x[o + c]!));
+    if (ss === Infinity) {
+      throw new ProtocolError(
+        "non_finite_tensor",
+        `Cannot normalise row ${n}: its sum of squares overflows float32`,
+      );
+    }
     const rn = rsqrtf(fr(fr(ss / C) + epsf));
     r[n] = rn;
     for (let c = 0; c < C; c++) {

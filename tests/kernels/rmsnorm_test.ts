@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { rmsnormBackward, rmsnormForward } from "../../kernels/rmsnorm.ts";
-import { gradcheck, randomArray, rng } from "./_gradcheck.ts";
+import { errorCode, gradcheck, randomArray, rng } from "./_gradcheck.ts";
 
 Deno.test("rmsnorm forward normalises [3,4] exactly and its backward matches finite differences", () => {
   const { y } = rmsnormForward(new Float32Array([3, 4]), new Float32Array([1, 2]), 1, 2, 0);
@@ -20,4 +20,9 @@ Deno.test("rmsnorm forward normalises [3,4] exactly and its backward matches fin
       return [g.dx, g.dw];
     },
   );
+});
+
+Deno.test("rmsnorm refuses a row whose sum of squares overflows float32 with non_finite_tensor", () => {
+  const x = new Float32Array([3e38, 1, 2, 3]);
+  assert.equal(errorCode(() => rmsnormForward(x, new Float32Array([1, 1]), 2, 2, 1e-5)), "non_finite_tensor");
 });

@@ -158,3 +158,43 @@ Deno.test("placement fills stage 0 with embed and norm, then blocks while they f
     );
   }
 });
+
+Deno.test("step: a non-finite value anywhere stops the step with non_finite_tensor and changes no parameter", () => {
+  const model = initModel(TINY, 3);
+  const manifest = manifestOf(model);
+  const before = componentFiles(model);
+  model.components.block_001!["self_attn.q_proj.weight"]!.data[5] = Infinity;
+  const run = () =>
+    trainStep({
+      model,
+      manifest,
+      batch: TINY_BATCH,
+      partitions: PLACEMENTS[2]!,
+      learningRate: 0.5,
+      clip: 1,
+      step: 0,
+    });
+  assert.throws(
+    run,
+    (e: Error & { code?: string }) => e.code === "non_finite_tensor" && /linear output/.test(e.message),
+  );
+  model.components.block_001!["self_attn.q_proj.weight"]!.data[5] = initModel(TINY, 3).components.block_001![
+    "self_attn.q_proj.weight"
+  ]!.data[5]!;
+  assert.deepEqual(componentFiles(model), before);
+  const huge = initModel(TINY, 3);
+  huge.components.embed!["embed_tokens.weight"]!.data.fill(3e38);
+  assert.throws(
+    () =>
+      trainStep({
+        model: huge,
+        manifest,
+        batch: TINY_BATCH,
+        partitions: ALL,
+        learningRate: 0.5,
+        clip: 1,
+        step: 0,
+      }),
+    (e: Error & { code?: string }) => e.code === "non_finite_tensor",
+  );
+});
