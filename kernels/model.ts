@@ -29,8 +29,9 @@ export interface Model {
   readonly components: Record<string, Tensors>;
 }
 
-/** The tensor name of the embedding (component `embed`) and of the final norm (component `norm`). */
+/** The tensor name of the embedding, the only tensor of component `embed`. */
 export const EMBED_TENSOR = "embed_tokens.weight";
+/** The tensor name of the final norm, the only tensor of component `norm`. */
 export const NORM_TENSOR = "norm.weight";
 
 /** The component name of block i: `block_000` … */
