@@ -36,7 +36,8 @@ export function serveActor(actor: DurableActor, options: Omit<ServeOptions, "rou
           if (typeof v.handler !== "string" || typeof v.op_id !== "string") {
             throw new ProtocolError("bad_request", "Cannot read request: handler and op_id must be strings");
           }
-          return { body: await actor.deliver(v.handler, v.op_id, v.input!) };
+          // The recorded result bytes, exactly as journaled (canonical JSON).
+          return { body: await actor.deliver(v.handler, v.op_id, v.input!), contentType: "application/json" };
         },
       },
       "/query": {

@@ -34,6 +34,8 @@ export interface RouteRequest {
 export interface Reply {
   readonly status?: number;
   readonly body: JsonValue | Uint8Array;
+  /** The content type of a byte body (default `application/octet-stream`; JSON values are always JSON). */
+  readonly contentType?: string;
 }
 
 /** One route. */
@@ -174,7 +176,9 @@ export function serve(options: ServeOptions): Server {
       return new Response(asBody(bytes), {
         status: reply.status ?? 200,
         headers: {
-          "content-type": reply.body instanceof Uint8Array ? "application/octet-stream" : "application/json",
+          "content-type": reply.body instanceof Uint8Array
+            ? reply.contentType ?? "application/octet-stream"
+            : "application/json",
         },
       });
     } catch (e) {

@@ -26,7 +26,13 @@ Deno.test("an actor served over HTTP delivers once, re-delivers identical bytes,
   const server = serveActor(actor, { token: TOKEN });
   const client = new TransportClient(server.url, TOKEN);
   try {
-    const first = await client.request("POST", "/deliver", { handler: "double", op_id: "op1", input: 21 });
+    const res = await fetch(`${server.url}/deliver`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ handler: "double", op_id: "op1", input: 21 }),
+    });
+    assert.equal(res.headers.get("content-type"), "application/json");
+    const first = new Uint8Array(await res.arrayBuffer());
     assert.equal(new TextDecoder().decode(first), '{"ok":true,"value":42}');
     assert.deepEqual(
       await client.request("POST", "/deliver", { handler: "double", op_id: "op1", input: 21 }),
