@@ -169,16 +169,30 @@ function referenceLoops(
     }
     return;
   }
+  // B stored [N,K]: dot products along rows of B, four output columns at a time (four independent sums,
+  // each still k ascending from +0), then the remaining columns one by one.
+  const at = (i: number, k: number) => (aT ? a[k * M + i]! : a[i * K + k]!);
   for (let i = 0; i < M; i++) {
-    for (let j = 0; j < N; j++) {
+    let j = 0;
+    for (; j + 4 <= N; j += 4) {
+      const b0 = j * K, b1 = b0 + K, b2 = b1 + K, b3 = b2 + K;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let k = 0; k < K; k++) {
+        const x = at(i, k);
+        s0 = fr(s0 + fr(x * b[b0 + k]!));
+        s1 = fr(s1 + fr(x * b[b1 + k]!));
+        s2 = fr(s2 + fr(x * b[b2 + k]!));
+        s3 = fr(s3 + fr(x * b[b3 + k]!));
+      }
+      c[i * N + j] = s0;
+      c[i * N + j + 1] = s1;
+      c[i * N + j + 2] = s2;
+      c[i * N + j + 3] = s3;
+    }
+    for (; j < N; j++) {
       const bj = j * K;
       let acc = 0;
-      if (aT) {
-        for (let k = 0; k < K; k++) acc = fr(acc + fr(a[k * M + i]! * b[bj + k]!));
-      } else {
-        const ai = i * K;
-        for (let k = 0; k < K; k++) acc = fr(acc + fr(a[ai + k]! * b[bj + k]!));
-      }
+      for (let k = 0; k < K; k++) acc = fr(acc + fr(at(i, k) * b[bj + k]!));
       c[i * N + j] = acc;
     }
   }
