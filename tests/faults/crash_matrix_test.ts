@@ -17,6 +17,7 @@ import { Journal } from "../../actors/runtime/journal.ts";
 import { replayJournal } from "../../actors/runtime/replay.ts";
 import { machines } from "../actors/runtime/_counter.ts";
 import { startSink } from "./_sink.ts";
+import { tempDir } from "../actors/runtime/_temp.ts";
 
 const ACTOR = new URL("./crash_actor.ts", import.meta.url).pathname;
 
@@ -99,7 +100,7 @@ function checkCase(home: string, lines: string[], sink: ReturnType<typeof startS
 Deno.test("crash matrix: SIGKILL at every journal write point, then restart, gives exactly-once effects", async (t) => {
   const sink = startSink();
   try {
-    const cleanHome = Deno.makeTempDirSync({ prefix: "crash_clean_" });
+    const cleanHome = tempDir("crash_clean_");
     const clean = await runActor(cleanHome, sink.url);
     assert.equal(clean.code, 0, clean.stderr);
     checkCase(cleanHome, resultLines(clean.stdout), sink);
@@ -113,7 +114,7 @@ Deno.test("crash matrix: SIGKILL at every journal write point, then restart, giv
     for (const crashAt of cases) {
       await t.step(`killed at ${crashAt}`, async () => {
         sink.reset();
-        const home = Deno.makeTempDirSync({ prefix: "crash_case_" });
+        const home = tempDir("crash_case_");
         const killed = await runActor(home, sink.url, crashAt);
         assert.equal(killed.signal, "SIGKILL", `expected SIGKILL at ${crashAt}: ${killed.stderr}`);
         // The recovery itself is killed at the first time it reaches the same point (if it does).

@@ -10,6 +10,7 @@ import { Journal } from "../../actors/runtime/journal.ts";
 import { epoch } from "../../workflows/epoch.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
 import { startSink } from "./_sink.ts";
+import { tempDir } from "../actors/runtime/_temp.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const hash = (text: string) => sha256Hex(new TextEncoder().encode(text));
@@ -34,7 +35,7 @@ function replay(journal: string, json = false) {
 /** A journal of the crash actor's two operations: tally events add 1, add 1, add 2, add 1. */
 async function actorJournal(): Promise<string> {
   const sink = startSink();
-  const home = Deno.makeTempDirSync({ prefix: "corrupt_" });
+  const home = tempDir("corrupt_");
   try {
     const r = await run([
       "run",
@@ -145,7 +146,7 @@ Deno.test("replay of journals corrupted three ways stops at the first divergent 
 });
 
 Deno.test("replay finds the project's machines in workflows/registry.ts without --machines", async () => {
-  const path = `${Deno.makeTempDirSync({ prefix: "registry_replay_" })}/journal.sqlite`;
+  const path = `${tempDir("registry_replay_")}/journal.sqlite`;
   const journal = Journal.open(path);
   const log = new EventLog(journal);
   const env = { height: 1, time: 0, params: DEVNET_PARAMS };

@@ -8,6 +8,7 @@ import { canonical } from "../../core/canonical.ts";
 import { Journal } from "../../actors/runtime/journal.ts";
 import { OPERATIONS } from "./_operations.ts";
 import { startSink } from "./_sink.ts";
+import { tempDir } from "../actors/runtime/_temp.ts";
 
 const ACTOR = new URL("./crash_actor.ts", import.meta.url).pathname;
 const enc = new TextEncoder();
@@ -26,7 +27,7 @@ async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
 
 Deno.test("wrong token, missing token, oversize body and slow client are refused and nothing executes", async () => {
   const sink = startSink();
-  const home = Deno.makeTempDirSync({ prefix: "transport_faults_" });
+  const home = tempDir("transport_faults_");
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", ACTOR, "serve", "--home", home, "--sink", sink.url],
     stdin: "piped",
@@ -85,7 +86,7 @@ Deno.test("wrong token, missing token, oversize body and slow client are refused
 });
 
 Deno.test("an actor refuses to serve with a token file readable by others", async () => {
-  const home = Deno.makeTempDirSync({ prefix: "transport_faults_" });
+  const home = tempDir("transport_faults_");
   Deno.writeTextFileSync(`${home}/http.token`, "ab".repeat(32));
   Deno.chmodSync(`${home}/http.token`, 0o644);
   const out = await new Deno.Command(Deno.execPath(), {

@@ -4,13 +4,14 @@ import { defineActor, DurableActor } from "../../../actors/runtime/durable.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
 import { TransportClient } from "../../../actors/runtime/transport.ts";
 import { ProtocolError } from "../../../core/errors.ts";
+import { tempDir } from "./_temp.ts";
 
 const TOKEN = "c3".repeat(32);
 
 Deno.test("an actor served over HTTP delivers once, re-delivers identical bytes, and refuses malformed bodies", async () => {
   let runs = 0;
   const actor = await DurableActor.open(
-    Journal.open(`${Deno.makeTempDirSync({ prefix: "actor_http_test_" })}/journal.sqlite`),
+    Journal.open(`${tempDir("actor_http_test_")}/journal.sqlite`),
     defineActor({
       name: "http",
       machines: [],

@@ -7,12 +7,13 @@ import { defineActor, DurableActor, stepKey } from "../../../actors/runtime/dura
 import { EventLog } from "../../../actors/runtime/event_log.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
 import { counter, type CounterState, machines } from "./_counter.ts";
+import { tempDir } from "./_temp.ts";
 
 const dec = new TextDecoder();
 const ENV = { height: 5, time: 1_700_000_000_000, params: {} };
 
 function tempPath(): string {
-  return `${Deno.makeTempDirSync({ prefix: "durable_test_" })}/journal.sqlite`;
+  return `${tempDir("durable_test_")}/journal.sqlite`;
 }
 
 /** An actor whose effects are counted, and which can be told to fail after its effect (a simulated crash). */

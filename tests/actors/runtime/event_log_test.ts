@@ -4,9 +4,10 @@ import { ProtocolError } from "../../../core/errors.ts";
 import { EventLog } from "../../../actors/runtime/event_log.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
 import { counter } from "./_counter.ts";
+import { tempDir } from "./_temp.ts";
 
 function tempLog(): EventLog {
-  return new EventLog(Journal.open(`${Deno.makeTempDirSync({ prefix: "event_log_test_" })}/journal.sqlite`));
+  return new EventLog(Journal.open(`${tempDir("event_log_test_")}/journal.sqlite`));
 }
 
 Deno.test("events get indexes from 0 per instance and carry format, machine name, version and state hash", () => {

@@ -3,11 +3,12 @@ import { DatabaseSync } from "node:sqlite";
 import { sha256Hex } from "../../../core/digest.ts";
 import { ProtocolError } from "../../../core/errors.ts";
 import { Journal, JOURNAL_FORMAT, operationId } from "../../../actors/runtime/journal.ts";
+import { tempDir } from "./_temp.ts";
 
 const enc = new TextEncoder();
 
 function tempJournal(): { journal: Journal; path: string; dir: string } {
-  const dir = Deno.makeTempDirSync({ prefix: "journal_test_" });
+  const dir = tempDir("journal_test_");
   const path = `${dir}/journal.sqlite`;
   return { journal: Journal.open(path), path, dir };
 }

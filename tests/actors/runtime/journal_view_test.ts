@@ -5,11 +5,12 @@ import { defineActor, DurableActor } from "../../../actors/runtime/durable.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
 import { describeJournal, formatJournal } from "../../../actors/runtime/journal_view.ts";
 import { counter, machines } from "./_counter.ts";
+import { tempDir } from "./_temp.ts";
 
 const ENV = { height: 3, time: 9, params: {} };
 
 async function journalWithTwoOperations(): Promise<string> {
-  const path = `${Deno.makeTempDirSync({ prefix: "journal_view_test_" })}/journal.sqlite`;
+  const path = `${tempDir("journal_view_test_")}/journal.sqlite`;
   const actor = await DurableActor.open(
     Journal.open(path),
     defineActor({
@@ -93,7 +94,7 @@ Deno.test("one operation is shown with its input, result, steps and the events i
 });
 
 Deno.test("a read-only open refuses a missing file and writes nothing", () => {
-  const dir = Deno.makeTempDirSync({ prefix: "journal_view_test_" });
+  const dir = tempDir("journal_view_test_");
   assert.throws(
     () => Journal.open(`${dir}/none.sqlite`, { readOnly: true }),
     (e: unknown) => e instanceof ProtocolError && e.code === "not_found",

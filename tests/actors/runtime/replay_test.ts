@@ -5,12 +5,13 @@ import { EventLog } from "../../../actors/runtime/event_log.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
 import { formatDivergence, replayJournal } from "../../../actors/runtime/replay.ts";
 import { counter, type CounterState, machines } from "./_counter.ts";
+import { tempDir } from "./_temp.ts";
 
 const ENV = { height: 1, time: 0, params: {} };
 
 /** A journal with one counter instance that received add 1, add 2, add 3, add 4, close. */
 function recordedJournal(): string {
-  const path = `${Deno.makeTempDirSync({ prefix: "replay_test_" })}/journal.sqlite`;
+  const path = `${tempDir("replay_test_")}/journal.sqlite`;
   const journal = Journal.open(path);
   const log = new EventLog(journal);
   log.createInstance("c", counter, { status: "open", n: 0 });

@@ -6,6 +6,7 @@ import { parseBroadcastAnswer, parseTxAnswer } from "../../../actors/runtime/rpc
 import { Submitter } from "../../../actors/runtime/submit.ts";
 import { TransportClient } from "../../../actors/runtime/transport.ts";
 import { startLossyRpc } from "./_lossy_rpc.ts";
+import { tempDir } from "./_temp.ts";
 
 const RAW = new TextEncoder().encode(
   '{"body":{"kind":"transfer","nonce":3},"public_key":"02aa","signature":"30"}',
@@ -14,7 +15,7 @@ const HASH = sha256Hex(RAW);
 
 /** A submitter over a fresh journal and a lossy RPC, and a signer that counts its calls. */
 function setup(options = { confirmMs: 400, pollMs: 20 }) {
-  const path = `${Deno.makeTempDirSync({ prefix: "submit_test_" })}/journal.sqlite`;
+  const path = `${tempDir("submit_test_")}/journal.sqlite`;
   const rpc = startLossyRpc();
   const journal = Journal.open(path);
   const signs = { count: 0 };

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { defineActor, DurableActor } from "../../../actors/runtime/durable.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
 import { counter, machines } from "./_counter.ts";
+import { tempDir } from "./_temp.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 
@@ -21,7 +22,7 @@ async function task(file: string, args: string[]) {
 }
 
 async function journalFile(): Promise<string> {
-  const path = `${Deno.makeTempDirSync({ prefix: "tools_test_" })}/journal.sqlite`;
+  const path = `${tempDir("tools_test_")}/journal.sqlite`;
   const actor = await DurableActor.open(
     Journal.open(path),
     defineActor({

@@ -2,14 +2,11 @@ import assert from "node:assert/strict";
 import { ProtocolError, RetryableError } from "../../../core/errors.ts";
 import { loadToken, tokensEqual } from "../../../actors/runtime/token.ts";
 import { type Route, serve, TransportClient } from "../../../actors/runtime/transport.ts";
+import { tempDir } from "./_temp.ts";
 
 const TOKEN = "5a".repeat(32);
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-
-function tempDir(): string {
-  return Deno.makeTempDirSync({ prefix: "transport_test_" });
-}
 
 /** A server whose routes count how many times they ran. */
 function start(bodyTimeoutMs = 2000) {
@@ -57,7 +54,7 @@ async function call(url: string, init: RequestInit): Promise<{ status: number; b
 }
 
 Deno.test("a missing token file is created with mode 0600 and 32 random bytes in hex, then read back", async () => {
-  const path = `${tempDir()}/http.token`;
+  const path = `${tempDir("transport_test_")}/http.token`;
   const token = await loadToken(path);
   assert.match(token, /^[0-9a-f]{64}$/);
   assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
@@ -65,7 +62,7 @@ Deno.test("a missing token file is created with mode 0600 and 32 random bytes in
 });
 
 Deno.test("a token file readable by others, a short token or a non-hex token is refused with invalid_key", async () => {
-  const dir = tempDir();
+  const dir = tempDir("transport_test_");
   const cases: [string, number, RegExp][] = [
     ["ab".repeat(32), 0o644, /mode is 0644, expected 0600/],
     ["ab".repeat(31), 0o600, /token is 62 characters/],
