@@ -16,6 +16,9 @@
  *    block with a failed result), or `unknown` (no answer by the deadline). Submitting an `unknown` intent
  *    again resumes from step 3 with the recorded bytes.
  *
+ * An intent's record is final once `committed` or `rejected`: trying again after a rejection (a new nonce,
+ * a new signature) is a new intent, e.g. `id({session, operation, attempt})`.
+ *
  * @example
  * ```ts
  * import { Journal } from "./journal.ts";
