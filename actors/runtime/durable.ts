@@ -13,7 +13,12 @@
  * divergence stops the actor), then every operation begun but not finished is re-executed.
  *
  * A handler's `ProtocolError` is a final answer: it is recorded as `{ok:false, code, message}` and replayed
- * to re-deliveries. A `RetryableError` (or any other error) leaves the operation begun, to be retried.
+ * to re-deliveries (except `journal_divergence`, a bug in the actor's code, which is never recorded). A
+ * `RetryableError` (or any other error) leaves the operation begun, to be retried. A result is recorded as
+ * `{ok:true, value}`. The input hash journaled by `begin` is `id({handler, input})`.
+ *
+ * Operations of one actor run one at a time, in delivery order, so workflow state never interleaves; a long
+ * step (waiting for a confirmation) delays the operations queued behind it.
  *
  * @example
  * ```ts
