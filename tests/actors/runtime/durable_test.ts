@@ -3,13 +3,16 @@ import { DatabaseSync } from "node:sqlite";
 import { canonical, type JsonValue } from "../../../core/canonical.ts";
 import { ProtocolError, RetryableError } from "../../../core/errors.ts";
 import { stateHash } from "../../../workflows/machine.ts";
-import { defineActor, DurableActor, stepKey } from "../../../actors/runtime/durable.ts";
+import { defineActor, DurableActor, type QueryContext, stepKey } from "../../../actors/runtime/durable.ts";
 import { EventLog } from "../../../actors/runtime/event_log.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
 import { counter, type CounterState, machines } from "./_counter.ts";
 import { tempDir } from "./_temp.ts";
 
 const dec = new TextDecoder();
+
+/** The last context a query received (set by the `capture` query). */
+let captured: QueryContext | null = null;
 const ENV = { height: 5, time: 1_700_000_000_000, params: {} };
 
 function tempPath(): string {
@@ -48,6 +51,10 @@ function makeActor(effects: string[], failAfterEffect: { on: boolean }) {
     queries: {
       count: (ctx) => ctx.state("c1") as unknown as JsonValue,
       caps: (ctx) => Object.keys(ctx).sort(),
+      capture: (ctx) => {
+        captured = ctx;
+        return null;
+      },
     },
   });
 }
@@ -187,6 +194,17 @@ Deno.test("a RetryableError leaves the operation begun with no step recorded", a
 Deno.test("a query context has read methods only", async () => {
   const actor = await DurableActor.open(Journal.open(tempPath()), makeActor([], { on: false }));
   assert.deepEqual(actor.query("caps", null), ["operation", "state"]);
+  // The types say the same: a reader cannot reach a writer's methods (checked when this file compiles).
+  const writes = (ctx: QueryContext) => [
+    // @ts-expect-error a query context has no step
+    ctx.step,
+    // @ts-expect-error a query context has no workflow
+    ctx.workflow,
+    // @ts-expect-error a query context has no clock
+    ctx.now,
+  ];
+  actor.query("capture", null);
+  assert.deepEqual(writes(captured!), [undefined, undefined, undefined]);
   actor.journal.close();
 });
 
