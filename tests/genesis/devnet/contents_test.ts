@@ -51,6 +51,6 @@ Deno.test("the devnet contents are the same in every build (pinned model root an
   assertEquals(again.model.root, "a00642e0f960be292b1fa46805f664744698eb6fef4c93dc2a9a29bbe70ac2fb");
   assertEquals(
     sha256Hex(canonicalBytes(again.batches as never)),
-    "4d2bcd72a9ab7346f83a9ad7d8eb24c34bc2bdb8d48cb92bec2ac6bb80bfcf12",
+    "abc48a20ee659a932aba9cf65413af3402da53d5a81ca8b63a8f1eaf370392ef",
   );
 });
