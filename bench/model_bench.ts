@@ -21,9 +21,10 @@ import { rotaryTables } from "../kernels/rotary.ts";
 import { stageForward } from "../kernels/stage.ts";
 import { trainStep } from "../kernels/step.ts";
 import { Tokenizer } from "@huggingface/tokenizers";
-import { llamaReference } from "../tests/model/oracle/oracle.ts";
+import { llamaThroughput } from "../tests/model/oracle/oracle.ts";
 
-const PATH = new URL("../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url).pathname;
+const PATH = new URL("../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url)
+  .pathname;
 const TEXT =
   "The history of mathematics spans thousands of years. Early civilizations in Mesopotamia and Egypt " +
   "developed arithmetic and geometry to measure land, track the seasons and keep accounts. Greek thinkers such " +
@@ -35,7 +36,9 @@ const GENERATED = 16;
 /** Peak resident memory of this process so far (Linux VmHWM), in MB, or NaN elsewhere. */
 function peakRssMb(): number {
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(Deno.readTextFileSync("/proc/self/status"));
+    const m = /VmHWM:\s+(\d+) kB/.exec(
+      Deno.readTextFileSync("/proc/self/status"),
+    );
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
     return NaN;
@@ -48,12 +51,20 @@ function nextLogits(m: Model, ids: readonly number[]): Float32Array {
   const tables = rotaryTables(n, C / c.num_attention_heads, c.rope_theta);
   const shape = { config: c, B: 1, T: n, ids: Int32Array.from(ids), tables };
   const { output } = stageForward(shape, componentNames(c), m.components, null);
-  return headLogits(output.subarray((n - 1) * C), m.components.norm!, m.components.embed!, c, 1);
+  return headLogits(
+    output.subarray((n - 1) * C),
+    m.components.norm!,
+    m.components.embed!,
+    c,
+    1,
+  );
 }
 
 const present = await Deno.stat(PATH).then(() => true, () => false);
 if (!present) {
-  console.log(`model_bench skipped: ${PATH} is missing; run \`deno task model:fetch-smollm2\` first`);
+  console.log(
+    `model_bench skipped: ${PATH} is missing; run \`deno task model:fetch-smollm2\` first`,
+  );
 } else {
   const file = readGguf(await Deno.readFile(PATH));
   const model = modelFromGguf(file);
@@ -63,21 +74,34 @@ if (!present) {
 
   // Three stages: stage 0 takes embed, norm and some blocks; the blocks are split about evenly.
   const blockParams = componentParameters(c, "block_000");
-  const stage0 = componentParameters(c, "embed") + componentParameters(c, "norm") + 10 * blockParams;
+  const stage0 = componentParameters(c, "embed") +
+    componentParameters(c, "norm") + 10 * blockParams;
   const partitions = place(c, [stage0, 10 * blockParams, 10 * blockParams]);
-  const roots = Object.fromEntries(componentNames(c).map((n, i) => [n, i.toString(16).padStart(64, "0")]));
-  const manifest = buildManifest(c, roots, { origin: { format: "gguf" }, tokenizer_root: "0".repeat(64) });
+  const roots = Object.fromEntries(
+    componentNames(c).map((n, i) => [n, i.toString(16).padStart(64, "0")]),
+  );
+  const manifest = buildManifest(c, roots, {
+    origin: { format: "gguf" },
+    tokenizer_root: "0".repeat(64),
+  });
   const batch = { input_ids: [ids], labels: [[...ids.slice(1), -100]] };
 
-  const llama = await llamaReference(PATH, { evenWithoutSlow: true });
+  const llama = await llamaThroughput(PATH); // measured now, next to ours
   const oursPrompt = { seconds: Infinity };
   const oursNext = { seconds: Infinity };
   const step = { seconds: Infinity, peak: NaN, loss: NaN };
 
-  Deno.bench(`ours: prompt processing, ${T} tokens`, { group: "smollm2", n: 3, warmup: 1 }, () => {
+  Deno.bench(`ours: prompt processing, ${T} tokens`, {
+    group: "smollm2",
+    n: 3,
+    warmup: 1,
+  }, () => {
     const t0 = performance.now();
     nextLogits(model, ids);
-    oursPrompt.seconds = Math.min(oursPrompt.seconds, (performance.now() - t0) / 1000);
+    oursPrompt.seconds = Math.min(
+      oursPrompt.seconds,
+      (performance.now() - t0) / 1000,
+    );
   });
   Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache)`, {
     group: "smollm2",
@@ -85,7 +109,11 @@ if (!present) {
     warmup: 1,
   }, () => {
     const V = c.vocab_size;
-    const tables = rotaryTables(T + GENERATED, c.hidden_size / c.num_attention_heads, c.rope_theta);
+    const tables = rotaryTables(
+      T + GENERATED,
+      c.hidden_size / c.num_attention_heads,
+      c.rope_theta,
+    );
     const cache = new KvCache(c);
     let logits = decode(model, cache, ids, tables);
     const t0 = performance.now();
@@ -93,14 +121,25 @@ if (!present) {
       const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
       logits = decode(model, cache, [next], tables);
     }
-    oursNext.seconds = Math.min(oursNext.seconds, (performance.now() - t0) / 1000 / GENERATED);
+    oursNext.seconds = Math.min(
+      oursNext.seconds,
+      (performance.now() - t0) / 1000 / GENERATED,
+    );
   });
   Deno.bench(
     `ours: one training step, 3 stages, B=1 T=${T}`,
     { group: "smollm2-train", n: 2, warmup: 0 },
     () => {
       const t0 = performance.now();
-      const out = trainStep({ model, manifest, batch, partitions, learningRate: 1e-4, clip: 1, step: 0 });
+      const out = trainStep({
+        model,
+        manifest,
+        batch,
+        partitions,
+        learningRate: 1e-4,
+        clip: 1,
+        step: 0,
+      });
       step.seconds = Math.min(step.seconds, (performance.now() - t0) / 1000);
       step.loss = out.loss;
       step.peak = peakRssMb();
@@ -109,30 +148,16 @@ if (!present) {
 
   globalThis.addEventListener("unload", () => {
     const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
-    const rows = [
-      [
-        "prompt processing (tokens/s)",
-        f(T / oursPrompt.seconds),
-        f(llama.ref?.throughput.prompt_tokens_per_second ?? NaN),
-      ],
-      [
-        "generation (tokens/s)",
-        f(1 / oursNext.seconds),
-        f(llama.ref?.throughput.generate_tokens_per_second ?? NaN),
-      ],
-    ];
+    const theirs = llama.throughput;
     console.log(`\nSmolLM2-135M-Instruct Q4_1, one thread, ${T}-token prompt`);
     console.log(`| measure | our kernels (float32, deterministic) | llama.cpp (node-llama-cpp 3.21.1) |`);
     console.log(`|---|---|---|`);
-    for (const r of rows) console.log(`| ${r.join(" | ")} |`);
-    console.log(
-      `| training step, 3 stages, B=1 T=${T} | ${f(step.seconds)} s, peak RSS ${f(step.peak)} MB, loss ${
-        f(step.loss)
-      } | — |`,
-    );
-    if (llama.ref === null) console.log(`llama.cpp column missing: ${llama.reason}`);
-    else {console.log(
-        "llama.cpp figures come from its cached reference run (.cache/llama_oracle/reference-*; delete to re-measure)",
-      );}
+    const pp = f(theirs?.prompt_tokens_per_second ?? NaN);
+    console.log(`| prompt processing (tokens/s) | ${f(T / oursPrompt.seconds)} | ${pp} |`);
+    const tg = f(theirs?.generate_tokens_per_second ?? NaN);
+    console.log(`| generation (tokens/s) | ${f(1 / oursNext.seconds)} | ${tg} |`);
+    const train = `${f(step.seconds)} s, peak RSS ${f(step.peak)} MB, loss ${f(step.loss)}`;
+    console.log(`| training step, 3 stages, B=1 T=${T} | ${train} | — |`);
+    if (theirs === null) console.log(`llama.cpp column missing: ${llama.reason}`);
   });
 }

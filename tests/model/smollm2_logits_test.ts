@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { readGguf } from "../../kernels/gguf.ts";
 import { modelFromGguf } from "../../kernels/gguf_model.ts";
+import { generate } from "../../kernels/generation.ts";
 import { headLogits } from "../../kernels/head.ts";
 import { componentNames, type Model } from "../../kernels/model.ts";
 import { rotaryTables } from "../../kernels/rotary.ts";
@@ -110,18 +111,7 @@ Deno.test({
   name: "the greedy answer to 'What is the capital of France?' says Paris, as llama.cpp on the F32 copy does",
   ignore: f32.ref === null || model === null,
   fn: () => {
-    const ids = [...f32.ref!.chat.ids];
-    const answer: number[] = [];
-    const V = model!.config.vocab_size;
-    for (let step = 0; step < 12; step++) {
-      const l = forward(model!, ids);
-      const row = l.subarray((ids.length - 1) * V, ids.length * V);
-      let best = 0;
-      for (let i = 1; i < V; i++) if (row[i]! > row[best]!) best = i;
-      answer.push(best);
-      if (best === 2) break; // <|im_end|>
-      ids.push(best);
-    }
+    const { tokens: answer } = generate(model!, f32.ref!.chat.ids, 12, 2); // stops after <|im_end|> (id 2)
     console.log(
       `our greedy answer ids ${JSON.stringify(answer)}; llama.cpp F32: ${JSON.stringify(f32.ref!.answer)}`,
     );

@@ -1,6 +1,7 @@
 // llama.cpp reference outputs for the SmolLM2 tests, through node-llama-cpp@3.21.1 on the CPU with one thread
 // and a float32 KV cache.
-// Usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json
+// Usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json [--throughput-only]
+// (--throughput-only writes only the prompt and generation tokens/s, for benchmarks.)
 // Writes OUT.json (token ids, per-position argmax and top log-probabilities, a greedy answer, timings) and
 // OUT.json.logprobs.f32 (natural-log probabilities of every token at every position, float32 little-endian).
 import { readFileSync, writeFileSync } from "node:fs";
@@ -8,9 +9,15 @@ import { readFileSync, writeFileSync } from "node:fs";
 const packageName = "node-llama-cpp";
 const { getLlama } = await import(packageName);
 
-const [modelPath, probesPath, outPath] = process.argv.slice(2);
-if (!modelPath || !probesPath || !outPath) {
-  console.error("usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json");
+const [modelPath, probesPath, outPath, mode] = process.argv.slice(2);
+const throughputOnly = mode === "--throughput-only";
+if (
+  !modelPath || !probesPath || !outPath ||
+  (mode !== undefined && !throughputOnly)
+) {
+  console.error(
+    "usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json [--throughput-only]",
+  );
   process.exit(2);
 }
 const input = JSON.parse(readFileSync(probesPath, "utf8"));
@@ -35,8 +42,54 @@ const context = await model.createContext({
   experimentalKvCacheValueType: "F32",
 });
 
-// Per-position next-token distributions on the prompt (prompt processing, timed).
 const sequence = context.getSequence();
+// Throughput without probabilities: prompt processing (best of 3, logits of the last token only) and greedy
+// generation of generate_tokens tokens after the prompt.
+async function measureThroughput() {
+  let promptBest = Infinity;
+  for (let i = 0; i < 3; i++) {
+    await sequence.clearHistory();
+    const t0 = performance.now();
+    await sequence.evaluateWithoutGeneratingNewTokens(prompt);
+    promptBest = Math.min(promptBest, (performance.now() - t0) / 1000);
+  }
+  await sequence.clearHistory();
+  let step = await sequence.controlledEvaluate(
+    prompt.map((
+      t,
+      i,
+    ) => (i === prompt.length - 1 ? [t, { generateNext: { token: true } }] : t)),
+  );
+  const t0 = performance.now();
+  for (let i = 0; i < input.generate_tokens; i++) {
+    step = await sequence.controlledEvaluate([[step.at(-1).next.token, {
+      generateNext: { token: true },
+    }]]);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  await sequence.clearHistory();
+  return {
+    prompt_tokens_per_second: prompt.length / promptBest,
+    generate_tokens_per_second: input.generate_tokens / seconds,
+  };
+}
+
+if (throughputOnly) {
+  writeFileSync(
+    outPath,
+    JSON.stringify({
+      runtime: "node-llama-cpp@3.21.1",
+      threads: 1,
+      throughput: await measureThroughput(),
+    }),
+  );
+  await context.dispose();
+  await model.dispose();
+  await llama.dispose();
+  process.exit(0);
+}
+
+// Per-position next-token distributions on the prompt (prompt processing, timed).
 let t0 = performance.now();
 const results = await sequence.controlledEvaluate(
   prompt.map((
@@ -64,10 +117,7 @@ let next = await sequence.controlledEvaluate(
   chat.ids.map((
     t,
     i,
-  ) => (i === chat.ids.length - 1
-    ? [t, { generateNext: { token: true, probabilities: true } }]
-    : t)
-  ),
+  ) => (i === chat.ids.length - 1 ? [t, { generateNext: { token: true, probabilities: true } }] : t)),
 );
 const firstTop = [...next.at(-1).next.probabilities.entries()].slice(0, 5).map((
   [token, p],
@@ -84,33 +134,7 @@ for (let i = 0; i < input.generate_tokens; i++) {
 }
 const generateSeconds = (performance.now() - t0) / 1000;
 
-// Throughput without probabilities: prompt processing (best of 3, logits of the last token only) and greedy
-// generation of up to generate_tokens tokens after the 64-token prompt.
-let promptBest = Infinity;
-for (let i = 0; i < 3; i++) {
-  await sequence.clearHistory();
-  t0 = performance.now();
-  await sequence.evaluateWithoutGeneratingNewTokens(prompt);
-  promptBest = Math.min(promptBest, (performance.now() - t0) / 1000);
-}
-await sequence.clearHistory();
-let step = await sequence.controlledEvaluate(
-  prompt.map((
-    t,
-    i,
-  ) => (i === prompt.length - 1 ? [t, { generateNext: { token: true } }] : t)),
-);
-t0 = performance.now();
-let generated = 0;
-for (; generated < input.generate_tokens; generated++) {
-  step = await sequence.controlledEvaluate([[step.at(-1).next.token, {
-    generateNext: { token: true },
-  }]]);
-}
-const throughput = {
-  prompt_tokens_per_second: prompt.length / promptBest,
-  generate_tokens_per_second: generated / ((performance.now() - t0) / 1000),
-};
+const throughput = await measureThroughput();
 
 writeFileSync(`${outPath}.logprobs.f32`, new Uint8Array(logprobs.buffer));
 writeFileSync(

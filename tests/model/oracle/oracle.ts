@@ -51,44 +51,25 @@ async function run(
   } catch (e) {
     return {
       ok: false,
-      text: `${cmd} could not be started: ${
-        e instanceof Error ? e.message : String(e)
-      }`,
+      text: `${cmd} could not be started: ${e instanceof Error ? e.message : String(e)}`,
     };
   }
 }
 
-/** The reference outputs and the per-position log-probabilities ([positions, V]), or why they are missing. */
-export async function llamaReference(
-  modelPath: string | null,
-  options: { evenWithoutSlow?: boolean } = {},
-): Promise<
-  { ref: LlamaReference; logprobs: Float32Array; reason: null } | {
-    ref: null;
-    logprobs: null;
-    reason: string;
-  }
+/** Checks Node, copies the oracle files to `.cache/llama_oracle/` and installs node-llama-cpp when needed. */
+async function prepare(): Promise<
+  { inputs: Uint8Array[]; reason: null } | { inputs: null; reason: string }
 > {
-  const skip = (reason: string) => {
-    console.warn(`ignored: ${reason}`);
-    return { ref: null, logprobs: null, reason } as const;
-  };
-  if (!SLOW && !options.evenWithoutSlow) {
-    return {
-      ref: null,
-      logprobs: null,
-      reason: "set NEURO_SLOW=1 to compare against llama.cpp",
-    };
-  }
-  if (modelPath === null) return skip("the SmolLM2 file is not available");
   const node = await run("node", ["--version"], HERE);
   if (!node.ok || Number(node.text.replace(/^v/, "").split(".")[0]) < 20) {
-    return skip(`node >= 20 is needed for node-llama-cpp (${node.text})`);
+    return {
+      inputs: null,
+      reason: `node >= 20 is needed for node-llama-cpp (${node.text})`,
+    };
   }
   await Deno.mkdir(DIR, { recursive: true });
-  const files = ["package.json", "llama_oracle.mjs", "probes.json"];
   const inputs: Uint8Array[] = [];
-  for (const f of files) {
+  for (const f of ["package.json", "llama_oracle.mjs", "probes.json"]) {
     const bytes = await Deno.readFile(HERE + f);
     inputs.push(bytes);
     await Deno.writeFile(`${DIR}/${f}`, bytes);
@@ -105,21 +86,47 @@ export async function llamaReference(
       "--ignore-scripts",
     ], DIR);
     if (!npm.ok) {
-      return skip(
-        `npm install node-llama-cpp@3.21.1 failed: ${
-          npm.text.split("\n").slice(-3).join(" | ")
-        }`,
-      );
+      const tail = npm.text.split("\n").slice(-3).join(" | ");
+      return {
+        inputs: null,
+        reason: `npm install node-llama-cpp@3.21.1 failed: ${tail}`,
+      };
     }
   }
-  const modelHead = await Deno.stat(modelPath);
+  return { inputs, reason: null };
+}
+
+/** The reference outputs and the per-position log-probabilities ([positions, V]), or why they are missing. */
+export async function llamaReference(
+  modelPath: string | null,
+): Promise<
+  { ref: LlamaReference; logprobs: Float32Array; reason: null } | {
+    ref: null;
+    logprobs: null;
+    reason: string;
+  }
+> {
+  const skip = (reason: string) => {
+    console.warn(`ignored: ${reason}`);
+    return { ref: null, logprobs: null, reason } as const;
+  };
+  if (!SLOW) {
+    return {
+      ref: null,
+      logprobs: null,
+      reason: "set NEURO_SLOW=1 to compare against llama.cpp",
+    };
+  }
+  if (modelPath === null) return skip("the SmolLM2 file is not available");
+  const ready = await prepare();
+  if (ready.inputs === null) return skip(ready.reason);
+  const head = await Deno.stat(modelPath);
   const key = sha256Hex(new TextEncoder().encode(
-    inputs.map((b) => sha256Hex(b)).join(",") +
-      `,${modelPath},${modelHead.size},${modelHead.mtime?.getTime()}`,
+    ready.inputs.map((b) => sha256Hex(b)).join(",") +
+      `,${modelPath},${head.size},${head.mtime?.getTime()}`,
   )).slice(0, 16);
   const out = `${DIR}/reference-${key}.json`;
-  const cached = await Deno.stat(out).then(() => true, () => false);
-  if (!cached) {
+  if (!await Deno.stat(out).then(() => true, () => false)) {
     const r = await run("node", [
       "llama_oracle.mjs",
       modelPath,
@@ -128,9 +135,7 @@ export async function llamaReference(
     ], DIR);
     if (!r.ok) {
       return skip(
-        `llama.cpp reference run failed: ${
-          r.text.split("\n").slice(-5).join(" | ")
-        }`,
+        `llama.cpp reference run failed: ${r.text.split("\n").slice(-5).join(" | ")}`,
       );
     }
   }
@@ -139,6 +144,37 @@ export async function llamaReference(
   return {
     ref,
     logprobs: new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4),
+    reason: null,
+  };
+}
+
+/** llama.cpp's prompt and generation tokens/s on `modelPath` now (one thread, not cached), or why not. */
+export async function llamaThroughput(
+  modelPath: string,
+): Promise<
+  { throughput: LlamaReference["throughput"]; reason: null } | {
+    throughput: null;
+    reason: string;
+  }
+> {
+  const ready = await prepare();
+  if (ready.inputs === null) return { throughput: null, reason: ready.reason };
+  const out = `${DIR}/throughput.json`;
+  const r = await run("node", [
+    "llama_oracle.mjs",
+    modelPath,
+    "probes.json",
+    out,
+    "--throughput-only",
+  ], DIR);
+  if (!r.ok) {
+    return {
+      throughput: null,
+      reason: `llama.cpp run failed: ${r.text.split("\n").slice(-5).join(" | ")}`,
+    };
+  }
+  return {
+    throughput: JSON.parse(await Deno.readTextFile(out)).throughput,
     reason: null,
   };
 }
