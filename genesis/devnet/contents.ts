@@ -1,7 +1,8 @@
 /**
  * What the devnet genesis pins, computed from the repository alone: the text codec trained from the generator,
  * the devnet model initialised from a fixed seed, the training batches cut from generator rows the tokenizer
- * never saw, and the step's learning rate and clip. Everything here is a pure function of the code, so every
+ * never saw (response windows made codec-bound batches, then written in the kernels' `{input_ids, labels}`
+ * form where `labels[t]` is the target of position t), and the step's learning rate and clip. Everything here is a pure function of the code, so every
  * machine that builds the devnet gets the same roots (only the keys differ from one build to the next).
  *
  * @example
@@ -19,10 +20,11 @@ import { PRESETS } from "../../kernels/config.ts";
 import { buildManifest, componentFiles, type Manifest, manifestRoot } from "../../kernels/manifest.ts";
 import { initModel } from "../../kernels/model.ts";
 import { sha256Hex } from "../../core/digest.ts";
-import { type Batch, makeBatch, MAX_BATCH_ROWS } from "../../text/batch.ts";
+import { type Batch as TextBatch, makeBatch, MAX_BATCH_ROWS } from "../../text/batch.ts";
+import { type Batch, validateBatch } from "../../kernels/batch.ts";
 import { TextCodec } from "../../text/codec.ts";
 import type { BuiltCodec } from "../../text/codec_manifest.ts";
-import { buildWindows, type WindowOptions } from "../../text/windows.ts";
+import { buildWindows, IGNORE, type WindowOptions } from "../../text/windows.ts";
 import { buildDevnetCodec, DEVNET_TOKENIZER_ROWS } from "./codec.ts";
 import { DEVNET_SOURCE, devnetRow } from "./generator.ts";
 
@@ -50,14 +52,22 @@ export interface DevnetContents {
   readonly objects: Map<string, Uint8Array>;
 }
 
+/** A codec-bound text batch in the kernels' form: ids as they are, each label moved to the position before. */
+export function kernelBatch(batch: TextBatch): Batch {
+  return validateBatch({
+    input_ids: batch.rows.map((r) => [...r.tokens]),
+    labels: batch.rows.map((r) => [...r.labels.slice(1), IGNORE]),
+  }, PRESETS.devnet);
+}
+
 /** Cuts `count` batches of `MAX_BATCH_ROWS` windows from generator rows starting at `first`, one window a row. */
 export function devnetBatches(
   codec: TextCodec,
   count: number = DEVNET_BATCHES,
   first: number = DEVNET_FIRST_TRAINING_ROW,
   options: WindowOptions = DEVNET_WINDOWS,
-): Batch[] {
-  const batches: Batch[] = [];
+): TextBatch[] {
+  const batches: TextBatch[] = [];
   let row = first;
   while (batches.length < count) {
     const windows = [];
@@ -90,7 +100,7 @@ export function devnetContents(): DevnetContents {
   return {
     codec,
     model: { manifest, root },
-    batches: devnetBatches(text),
+    batches: devnetBatches(text).map(kernelBatch),
     learningRate: toHexFloat(DEVNET_LEARNING_RATE),
     clip: toHexFloat(DEVNET_CLIP),
     objects,
