@@ -37,6 +37,16 @@ function record(path: string, shape: Shape, ms: number): void {
 
 let peakRss = 0; // bytes, sampled after every timed call
 
+/** The 1-minute load average (other processes share the CPUs), or "?" without --allow-sys. */
+function load(): string {
+  try {
+    return Deno.loadavg()[0]!.toFixed(2);
+  } catch {
+    return "?";
+  }
+}
+const loadAtStart = load();
+
 function filled(n: number, seed: number): Float32Array {
   const x = new Float32Array(n); // deterministic values in [-0.5, 0.5)
   let s = seed >>> 0;
@@ -255,6 +265,9 @@ globalThis.addEventListener("unload", () => {
     lines.push("reference on the 49,152-wide head skipped (several s per call): set NEURO_BENCH_FULL=1");
   }
   if (ortError !== "") lines.push(ortError);
+  lines.push(
+    `${navigator.hardwareConcurrency} CPUs; 1-minute load average ${loadAtStart} at start, ${load()} at end`,
+  );
   const rss = (peakRss / 2 ** 20).toFixed(0);
   lines.push(`largest RSS seen after a call: ${rss} MiB; process peak (VmHWM): ${peakHwm()}`);
   console.log(lines.join("\n"));
