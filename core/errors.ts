@@ -94,6 +94,7 @@ export const ERROR_CODES = {
   request_timeout: "a request body did not arrive within the time bound",
   unavailable: "the service cannot answer now; the same request may succeed later",
   internal_error: "the service failed unexpectedly while answering",
+  referee_error: "the referee could not reach a verdict (a crash or out of memory); the dispute stays open",
 } as const;
 
 /** A registered protocol error code. */
