@@ -28,14 +28,14 @@ const SHAPES: readonly Shape[] = [[256, 576, 576], [256, 576, 1536], [256, 576, 
 const FULL = Deno.env.get("NEURO_BENCH_FULL") === "1";
 
 const best = new Map<string, number>(); // "path|M×K×N" → best milliseconds per call
+let peakRss = 0; // bytes, sampled after every timed call
+const ortCheck: string[] = []; // how far onnxruntime's product is from ours (proves it computes the same thing)
 
 function record(path: string, shape: Shape, ms: number): void {
   const key = `${path}|${shape.join("x")}`;
   best.set(key, Math.min(best.get(key) ?? Infinity, ms));
   peakRss = Math.max(peakRss, Deno.memoryUsage().rss);
 }
-
-let peakRss = 0; // bytes, sampled after every timed call
 
 /** The 1-minute load average (other processes share the CPUs), or "?" without --allow-sys. */
 function load(): string {
@@ -150,6 +150,12 @@ for (const shape of SHAPES) {
       graphOptimizationLevel: "all",
     });
     const feeds = { A: new ort.Tensor("float32", a, [M, K]), B: new ort.Tensor("float32", b, [K, N]) };
+    const theirs = (await session.run(feeds)).C.data as Float32Array;
+    const ours = new Float32Array(M * N);
+    matmul(a, b, ours, M, K, N, "nn");
+    let worst = 0;
+    for (let i = 0; i < ours.length; i++) worst = Math.max(worst, Math.abs(theirs[i]! - ours[i]!));
+    ortCheck.push(`${label}: max |onnxruntime − deterministic| = ${worst.toExponential(2)}`);
     Deno.bench({
       name: `matmul onnxruntime 1 thread ${label}`,
       group: label,
@@ -265,6 +271,7 @@ globalThis.addEventListener("unload", () => {
     lines.push("reference on the 49,152-wide head skipped (several s per call): set NEURO_BENCH_FULL=1");
   }
   if (ortError !== "") lines.push(ortError);
+  lines.push(...ortCheck);
   lines.push(
     `${navigator.hardwareConcurrency} CPUs; 1-minute load average ${loadAtStart} at start, ${load()} at end`,
   );
