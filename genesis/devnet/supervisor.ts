@@ -1,0 +1,241 @@
+/**
+ * The devnet's process supervisor: starts each role as its own `deno run` process with the permissions its
+ * `deno.json` task names, appends everything it prints to `<logs>/<name>.log`, knows a process is ready when
+ * it prints `listening on http://127.0.0.1:<port>`, and stops children with SIGTERM (SIGKILL after a grace).
+ * The pid of every child and of the supervisor itself is kept in `<dir>/pids.json`, so that a devnet started
+ * again after its supervisor was SIGKILLed ends the children that run left behind (checked by their command
+ * line naming the devnet directory, never by name alone) before it starts new ones.
+ *
+ * @example
+ * ```ts
+ * import { Supervisor } from "./supervisor.ts";
+ * const s = await Supervisor.open(".neuroshard/devnet");
+ * const v0 = await s.start({ name: "validator-0", task: "validator", args: ["--home", "..."] });
+ * v0.url; // http://127.0.0.1:<port>
+ * await s.stopAll();
+ * ```
+ */
+import { ProtocolError } from "../../core/errors.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const LISTENING = /listening on (http:\/\/127\.0\.0\.1:\d+)/;
+
+/** How to start one child. */
+export interface ChildSpec {
+  /** Unique name; also the log file name. */
+  readonly name: string;
+  /** The `deno.json` task whose permissions and file are used (`validator` → `tasks/validator.ts`). */
+  readonly task: string;
+  readonly args: readonly string[];
+  /** Wait for a `listening on` line (default true). */
+  readonly listens?: boolean;
+  readonly env?: Record<string, string>;
+}
+
+/** A running child. */
+export interface Child {
+  readonly name: string;
+  readonly pid: number;
+  /** Its URL once it listens (null for a child that does not listen). */
+  readonly url: string | null;
+  /** The last lines it printed (at most 200). */
+  readonly tail: string[];
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number>;
+  readonly process: Deno.ChildProcess;
+}
+
+/** The permission flags and file of a `deno.json` task, read from its `deno run ... tasks/x.ts` command. */
+export async function taskCommand(task: string): Promise<{ flags: string[]; file: string }> {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
+    tasks?: Record<string, string>;
+  };
+  const command = config.tasks?.[task];
+  const words = command?.trim().split(/\s+/) ?? [];
+  const file = words.find((w) => /^tasks\/[a-z0-9_]+\.ts$/.test(w));
+  if (words[0] !== "deno" || words[1] !== "run" || !file) {
+    throw new ProtocolError(
+      "invalid_value",
+      `Cannot start ${task}: deno.json task is ${
+        JSON.stringify(command)
+      }, expected deno run <flags> tasks/<file>.ts`,
+    );
+  }
+  return { flags: words.slice(2, words.indexOf(file)), file: `${ROOT}${file}` };
+}
+
+function alive(pid: number, marker: string): boolean {
+  try {
+    return Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes(marker);
+  } catch {
+    return false;
+  }
+}
+
+/** Starts, watches and stops the devnet's children. */
+export class Supervisor {
+  readonly dir: string;
+  readonly logs: string;
+  readonly #children = new Map<string, Child>();
+  #exitHandler: (child: Child, code: number) => void = () => {};
+
+  private constructor(dir: string) {
+    this.dir = Deno.realPathSync(dir);
+    this.logs = `${this.dir}/logs`;
+  }
+
+  /**
+   * Opens the supervisor of the devnet at `dir` (which must exist): refuses when another live supervisor
+   * holds it, and SIGKILLs the children a dead one left behind.
+   */
+  static async open(dir: string): Promise<Supervisor> {
+    const s = new Supervisor(dir);
+    await Deno.mkdir(s.logs, { recursive: true });
+    let previous: { supervisor?: number; children?: { name: string; pid: number }[] } = {};
+    try {
+      previous = JSON.parse(await Deno.readTextFile(`${s.dir}/pids.json`));
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    const owner = previous.supervisor;
+    if (owner && owner !== Deno.pid && alive(owner, "devnet")) {
+      throw new ProtocolError(
+        "invalid_value",
+        `Cannot run the devnet: another devnet (pid ${owner}) is running on ${s.dir}`,
+      );
+    }
+    for (const c of previous.children ?? []) {
+      if (alive(c.pid, s.dir)) {
+        Deno.kill(c.pid, "SIGKILL");
+        while (alive(c.pid, s.dir)) await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    await s.#savePids();
+    return s;
+  }
+
+  /** Called when a child exits without being asked to stop. */
+  onUnexpectedExit(handler: (child: Child, code: number) => void): void {
+    this.#exitHandler = handler;
+  }
+
+  /** The running child named `name`, if any. */
+  get(name: string): Child | undefined {
+    return this.#children.get(name);
+  }
+
+  /** Names of the running children. */
+  names(): string[] {
+    return [...this.#children.keys()];
+  }
+
+  async #savePids(): Promise<void> {
+    const children = [...this.#children.values()].map((c) => ({ name: c.name, pid: c.pid }));
+    const tmp = `${this.dir}/pids.json.tmp`;
+    await Deno.writeTextFile(tmp, JSON.stringify({ supervisor: Deno.pid, children }) + "\n");
+    await Deno.rename(tmp, `${this.dir}/pids.json`);
+  }
+
+  /** Starts a child and, unless `listens` is false, waits (up to `timeoutMs`) until it listens. */
+  async start(spec: ChildSpec, timeoutMs = 120_000): Promise<Child> {
+    if (this.#children.has(spec.name)) {
+      throw new ProtocolError("invalid_value", `Cannot start ${spec.name}: it is already running`);
+    }
+    const { flags, file } = await taskCommand(spec.task);
+    const log = await Deno.open(`${this.logs}/${spec.name}.log`, { append: true, create: true });
+    const process = new Deno.Command(Deno.execPath(), {
+      args: ["run", ...flags, file, ...spec.args],
+      cwd: ROOT,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      env: { NO_COLOR: "1", ...(spec.env ?? {}) },
+    }).spawn();
+    const tail: string[] = [];
+    let ready: (url: string) => void = () => {};
+    const listening = new Promise<string>((r) => (ready = r));
+    const encoder = new TextEncoder();
+    const pump = async (stream: ReadableStream<Uint8Array>) => {
+      let buf = "";
+      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+        buf += chunk;
+        let i;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          await log.write(encoder.encode(line + "\n"));
+          tail.push(line);
+          if (tail.length > 200) tail.shift();
+          const m = LISTENING.exec(line);
+          if (m) ready(m[1]!);
+        }
+      }
+      if (buf) await log.write(encoder.encode(buf + "\n"));
+    };
+    const pumps = Promise.all([pump(process.stdout), pump(process.stderr)]);
+    const exited = process.status.then(async (s) => {
+      await pumps.catch(() => {});
+      log.close();
+      return s.code;
+    });
+    const child: Child = { name: spec.name, pid: process.pid, url: null, tail, exited, process };
+    this.#children.set(spec.name, child);
+    await this.#savePids();
+    void exited.then((code) => {
+      if (this.#children.get(spec.name) === child) {
+        this.#children.delete(spec.name);
+        void this.#savePids().catch(() => {});
+        this.#exitHandler(child, code);
+      }
+    });
+    if (spec.listens === false) return child;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const url = await Promise.race([
+      listening,
+      exited.then((code): never => {
+        throw new ProtocolError(
+          "invalid_value",
+          `Cannot start ${spec.name}: it exited with ${code} before listening:\n${
+            tail.slice(-20).join("\n")
+          }`,
+        );
+      }),
+      new Promise<never>((_, fail) => {
+        timer = setTimeout(
+          () => fail(new Error(`Cannot start ${spec.name}: not listening after ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+      }),
+    ]).finally(() => clearTimeout(timer));
+    const started = { ...child, url };
+    if (this.#children.get(spec.name) === child) this.#children.set(spec.name, started);
+    return started;
+  }
+
+  /** Stops one child: SIGTERM, then SIGKILL after `graceMs`; waits for it to exit. */
+  async stop(name: string, graceMs = 5_000): Promise<void> {
+    const child = this.#children.get(name);
+    if (!child) return;
+    this.#children.delete(name);
+    try {
+      child.process.kill("SIGTERM");
+    } catch {
+      // already exited
+    }
+    const t = setTimeout(() => {
+      try {
+        child.process.kill("SIGKILL");
+      } catch {
+        // already exited
+      }
+    }, graceMs);
+    await child.exited;
+    clearTimeout(t);
+    await this.#savePids();
+  }
+
+  /** Stops every child, the last started first. */
+  async stopAll(graceMs = 5_000): Promise<void> {
+    for (const name of this.names().reverse()) await this.stop(name, graceMs);
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * Builds the whole devnet under one directory (default `.neuroshard/devnet/`): the ledger genesis and the
+ * validator homes of `ledger_devnet.ts` (composed, not copied), extended with the training contents of
+ * `devnet/contents.ts` (codec, model manifest and root, learning rate, clip, training batches), a home with an
+ * account key (0600) and a bearer token (0600) for each worker, the sponsor and the referee, funded accounts for
+ * them, and the genesis objects (codec and model components) in a shared `objects/` and in every home's
+ * `objects/`. Everything is deterministic except the keys and tokens.
+ *
+ * The build happens in `<dir>.building/` and is renamed into place at the end, so a build killed half way
+ * leaves no devnet behind and the next build starts over.
+ *
+ * Layout: `genesis.json`, `objects/`, `faucet/account.key`, `validator-<i>/`, `worker-<i>/`, `sponsor/`,
+ * `referee/` (each actor home: `account.key`, `token`, `objects/`).
+ *
+ * @example
+ * ```ts
+ * import { ensureDevnet } from "./devnet_builder.ts";
+ * const devnet = await ensureDevnet({ dir: ".neuroshard/devnet" });
+ * devnet.genesisPath; // ".neuroshard/devnet/genesis.json"
+ * ```
+ */
+import { canonical, type JsonObject, parseJson } from "../core/canonical.ts";
+import { ObjectStore } from "../core/object_store.ts";
+import { ProtocolError } from "../core/errors.ts";
+import { createKeyFile, loadKeyFile } from "../ledger/keys.ts";
+import { loadToken } from "../actors/runtime/token.ts";
+import { ATOMS_PER_NEURO, DEVNET_PARAMS, type WorkflowParams } from "../workflows/params.ts";
+import { type DevnetContents, devnetContents, storeContents } from "./devnet/contents.ts";
+import { writeDevnetGenesis } from "./ledger_devnet.ts";
+import { genesisId, parseGenesis } from "./schema.ts";
+
+/** Options of the devnet build. */
+export interface DevnetBuildOptions {
+  readonly dir: string;
+  readonly validators?: number;
+  readonly workers?: number;
+  /** Proposer block interval in ms (default 500: a step settles in a few seconds). */
+  readonly blockIntervalMs?: number;
+}
+
+/** The actor homes and files of a built devnet. */
+export interface DevnetLayout {
+  readonly dir: string;
+  readonly genesisPath: string;
+  readonly genesisId: string;
+  readonly objects: string;
+  readonly validators: string[];
+  readonly workers: string[];
+  readonly sponsor: string;
+  readonly referee: string;
+  readonly faucet: string;
+  /** Account id of every key the devnet holds, by name (`validator-0`, `worker-1`, `sponsor`, ...). */
+  readonly accounts: Record<string, string>;
+}
+
+/** The devnet's genesis time (fixed, so the genesis depends only on the keys). */
+export const DEVNET_GENESIS_TIME = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+
+/** The devnet's lifecycle params: `DEVNET_PARAMS` (short windows, so a step settles in seconds). */
+export const DEVNET_BUILD_PARAMS: WorkflowParams = { ...DEVNET_PARAMS };
+
+/** Initial balances of the actors, in atoms. */
+export const DEVNET_FUNDING = {
+  sponsor: 1_000 * ATOMS_PER_NEURO,
+  referee: 100 * ATOMS_PER_NEURO,
+  worker: 10 * ATOMS_PER_NEURO,
+} as const;
+
+/** The genesis fields that pin the training contents (schema of `genesis/schema.ts`). */
+export function trainingFields(contents: DevnetContents): JsonObject {
+  return {
+    model: { manifest: contents.model.manifest as unknown as JsonObject, root: contents.model.root },
+    codec: { root: contents.codec.root, manifest: contents.codec.manifest as unknown as JsonObject },
+    training: {
+      learning_rate: contents.learningRate,
+      clip: contents.clip,
+      batches: contents.batches as unknown as JsonObject[],
+    },
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+/** The layout of the devnet at `dir` (which must be built); reads every key to name its account. */
+export async function readDevnet(dir: string): Promise<DevnetLayout> {
+  const d = dir.replace(/\/+$/, "");
+  const genesisPath = `${d}/genesis.json`;
+  const genesis = parseJson(await Deno.readTextFile(genesisPath));
+  const accounts: Record<string, string> = {};
+  const names: string[] = [];
+  for await (const entry of Deno.readDir(d)) {
+    if (entry.isDirectory && /^(validator-\d+|worker-\d+|sponsor|referee|faucet)$/.test(entry.name)) {
+      names.push(entry.name);
+    }
+  }
+  names.sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+  for (const name of names) accounts[name] = (await loadKeyFile(`${d}/${name}/account.key`)).accountId;
+  const homes = (prefix: string) => names.filter((n) => n.startsWith(prefix)).map((n) => `${d}/${n}`);
+  return {
+    dir: d,
+    genesisPath,
+    genesisId: genesisId(genesis),
+    objects: `${d}/objects`,
+    validators: homes("validator-"),
+    workers: homes("worker-"),
+    sponsor: `${d}/sponsor`,
+    referee: `${d}/referee`,
+    faucet: `${d}/faucet/account.key`,
+    accounts,
+  };
+}
+
+/** Builds the devnet at `dir` unless a genesis is there already; returns its layout either way. */
+export async function ensureDevnet(
+  options: DevnetBuildOptions,
+  progress: (line: string) => void = () => {},
+): Promise<DevnetLayout & { built: boolean }> {
+  const dir = options.dir.replace(/\/+$/, "");
+  if (await exists(`${dir}/genesis.json`)) return { ...(await readDevnet(dir)), built: false };
+  if (await exists(dir)) {
+    throw new ProtocolError("key_exists", `Cannot build devnet: ${dir} exists but holds no genesis.json`);
+  }
+  const staging = `${dir}.building`;
+  await Deno.remove(staging, { recursive: true }).catch((e) => {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  });
+  progress("training the devnet tokenizer and initialising the devnet model");
+  const contents = devnetContents();
+  progress(`codec ${contents.codec.root}, model ${contents.model.root}, ${contents.batches.length} batches`);
+  const ledger = await writeDevnetGenesis({
+    out: staging,
+    validators: options.validators ?? 4,
+    time: DEVNET_GENESIS_TIME,
+    blockIntervalMs: options.blockIntervalMs ?? 500,
+  });
+  const genesis = parseJson(await Deno.readTextFile(ledger.genesisPath)) as JsonObject;
+  const actors = [
+    ...Array.from(
+      { length: options.workers ?? 3 },
+      (_, i) => [`worker-${i}`, DEVNET_FUNDING.worker] as const,
+    ),
+    ["sponsor", DEVNET_FUNDING.sponsor] as const,
+    ["referee", DEVNET_FUNDING.referee] as const,
+  ];
+  const accounts = [...(genesis.accounts as JsonObject[])];
+  for (const [name, balance] of actors) {
+    const key = await createKeyFile(`${staging}/${name}/account.key`);
+    await loadToken(`${staging}/${name}/token`);
+    accounts.push({ id: key.accountId, balance });
+  }
+  const full: JsonObject = {
+    ...genesis,
+    params: { ...DEVNET_BUILD_PARAMS },
+    accounts,
+    ...trainingFields(contents),
+  };
+  parseGenesis(full);
+  progress("storing the genesis objects in every home");
+  const homes = [...ledger.homes.map((h) => h.slice(h.lastIndexOf("/") + 1)), ...actors.map(([n]) => n)];
+  await storeContents(new ObjectStore(`${staging}/objects`), contents);
+  for (const home of homes) await storeContents(new ObjectStore(`${staging}/${home}/objects`), contents);
+  await Deno.writeTextFile(ledger.genesisPath, canonical(full) + "\n");
+  await Deno.mkdir(dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : ".", { recursive: true });
+  await Deno.rename(staging, dir);
+  return { ...(await readDevnet(dir)), built: true };
+}
