@@ -2,6 +2,10 @@ import assert from "node:assert/strict";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { readGguf } from "../../kernels/gguf.ts";
 import { tokenizerFromGguf } from "../../kernels/gguf_tokenizer.ts";
+import type { JsonValue } from "../../core/canonical.ts";
+import { TextCodec } from "../../text/codec.ts";
+import { buildCodec } from "../../text/codec_manifest.ts";
+import { encodePrompt } from "../../text/conversation.ts";
 import { smollm2File } from "./smollm2_file.ts";
 import { llamaReference, PROBES } from "./oracle/oracle.ts";
 
@@ -45,5 +49,20 @@ Deno.test({
     }
     assert.deepEqual(ref.hello_world, [19556, 905]);
     assert.deepEqual(tokenizer!.encode(PROBES.logits_text).ids.slice(0, 64), ref.prompt);
+  },
+});
+
+Deno.test({
+  name:
+    "SmolLM2's codec renders a one-question chat to the prompt llama.cpp was given and encodes it to the same ids",
+  ignore: oracle.ref === null || rebuilt === null,
+  fn: () => {
+    const built = buildCodec(rebuilt!.tokenizer, rebuilt!.chatTemplate, rebuilt!.special);
+    const codec = TextCodec.fromParts(built.manifest as unknown as JsonValue, built.backend, built.root);
+    const messages = [{ role: "user", content: "What is the capital of France?" }];
+    assert.equal(codec.render(messages, true), PROBES.chat);
+    assert.deepEqual(encodePrompt(codec, messages), oracle.ref!.chat.ids);
+    assert.equal(codec.manifest.vocabulary, 49152);
+    assert.deepEqual(codec.manifest.special_ids, { bos: 1, eos: 2, pad: 2, unk: 0 });
   },
 });
