@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ProtocolError } from "../../core/errors.ts";
 import { findTensor, metaNumber, metaString, metaStringArray, readGguf } from "../../kernels/gguf.ts";
-import { f32Bytes, writeGguf } from "./gguf_writer.ts";
+import { f32Bytes, writeGguf, type WValue } from "./gguf_writer.ts";
 
 function code(fn: () => unknown): [string, string] {
   try {
@@ -215,5 +215,37 @@ Deno.test("typed metadata accessors name the key and the wrong value", () => {
   assert.deepEqual(code(() => findTensor(f, "w")), [
     "invalid_model",
     "Cannot read GGUF: tensor w is missing",
+  ]);
+});
+
+Deno.test("counts beyond the bound and arrays nested deeper than 8 are refused before any allocation", () => {
+  const header = new Uint8Array(24);
+  const v = new DataView(header.buffer);
+  v.setUint32(0, 0x46554747, true);
+  v.setUint32(4, 3, true);
+  v.setBigUint64(8, 2n ** 20n + 1n, true);
+  assert.deepEqual(code(() => readGguf(header)), [
+    "invalid_model",
+    "Cannot read GGUF: tensor count is 1048577, at most 1048576",
+  ]);
+  v.setBigUint64(8, 0n, true);
+  v.setBigUint64(16, 2n ** 63n, true);
+  assert.deepEqual(code(() => readGguf(header)), [
+    "invalid_model",
+    "Cannot read GGUF: metadata count is 9223372036854775808, larger than a safe integer",
+  ]);
+  let deep: WValue = { t: 4, v: 1 };
+  for (let i = 0; i < 9; i++) deep = { t: 9, item: deep.t, v: [deep] };
+  const [c, m] = code(() => readGguf(writeGguf({ metadata: [["deep", deep]] })));
+  assert.equal(c, "invalid_model");
+  assert.match(m, /^Cannot read GGUF: metadata deep(\[0\]){8} nests arrays deeper than 8$/);
+});
+
+Deno.test("64-bit integers in the safe range read as numbers through metaNumber", () => {
+  const f = readGguf(writeGguf({ metadata: [["a", { t: 10, v: 7n }], ["b", { t: 10, v: 2n ** 60n }]] }));
+  assert.equal(metaNumber(f, "a"), 7);
+  assert.deepEqual(code(() => metaNumber(f, "b")), [
+    "invalid_model",
+    "Cannot read GGUF: metadata b is bigint 1152921504606846976, expected a number",
   ]);
 });
