@@ -1,0 +1,274 @@
+/**
+ * The Worker actor's handlers (PROTOCOL §10.3, §12): `open` a session for one partition, then `forward`,
+ * `head` (stage 0), `backward`, `update` (with the norms of every stage and the clip, from which the worker
+ * recomputes the global scale itself) and `receipt`. Each handler runs as a durable operation: it is begun
+ * in the journal before computing and completed before the reply; its outputs go to the object store under
+ * their roots. The inputs of earlier phases are read back from the journal, so a restarted worker rebuilds
+ * its stage and computes exactly the same bytes. A worker signs a receipt only for a record whose trace of
+ * its stage is the trace it computed.
+ *
+ * @example
+ * ```ts
+ * import { workerActor } from "./actor.ts";
+ * // const def = workerActor({ home, forge: null, cache: new StageCache(home.store) });
+ * // const actor = await DurableActor.open(home.journal, def);
+ * ```
+ */
+import {
+  canonicalBytes,
+  decodeCanonical,
+  hasExactKeys,
+  isObject,
+  type JsonObject,
+  type JsonValue,
+} from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
+import { ProtocolError } from "../../core/errors.ts";
+import { fromHexFloat, toHexFloat } from "../../core/hex_float.ts";
+import { isRoot } from "../../core/hex.ts";
+import { clipScale } from "../../kernels/stage.ts";
+import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
+import { receiptBody, signReceipt } from "../../ledger/training/wire.ts";
+import type { Home } from "../common/home.ts";
+import { defineActor, type OperationContext, type QueryContext } from "../runtime/durable.ts";
+import { flipFirstElement, type Forge, nudgeHexFloat } from "./forge.ts";
+import { type OpenSession, operationOf, parseOpen, type Position } from "./session.ts";
+import type { StageCache } from "./stage_cache.ts";
+
+/** What the worker actor is built from. */
+export interface WorkerDeps {
+  readonly home: Home;
+  readonly forge: Forge | null;
+  readonly cache: StageCache;
+}
+
+/** The prerequisites of each position (already done in the same session). */
+export const REQUIRES: Record<Position, (stage: number) => Position[]> = {
+  open: () => [],
+  forward: () => ["open"],
+  head: () => ["forward"],
+  backward: (s) => (s === 0 ? ["head"] : ["forward"]),
+  update: () => ["backward"],
+  receipt: () => ["update"],
+};
+
+/** The operation input of every position but `open`. */
+export interface PhaseInput extends JsonObject {
+  session: string;
+  step: number;
+  input: JsonObject;
+}
+
+function bad(message: string): ProtocolError {
+  return new ProtocolError("bad_request", message);
+}
+
+/** The recorded value of a finished `position` of the session, or null when it has not finished (ok). */
+export function recorded(
+  ctx: QueryContext,
+  session: string,
+  step: number,
+  position: Position,
+): JsonObject | null {
+  const op = ctx.operation(operationOf(session, step, position));
+  if (op === null || op.status !== "done" || op.result === null) return null;
+  const r = decodeCanonical(op.result) as { ok: boolean; value?: JsonObject };
+  return r.ok ? r.value! : null;
+}
+
+/** The checked open request of `session` (from the journal, remembered in `opens`), or `not_found`. */
+export function openOf(
+  ctx: QueryContext,
+  opens: Map<string, OpenSession>,
+  session: string,
+  step: number,
+): OpenSession {
+  const known = opens.get(session);
+  if (known) return known;
+  const op = ctx.operation(operationOf(session, step, "open"));
+  if (op === null || op.input === null) {
+    throw new ProtocolError(
+      "not_found",
+      `Cannot find session ${session} at step ${step}: it was never opened`,
+    );
+  }
+  const open = parseOpen(decodeCanonical(op.input));
+  opens.set(session, open);
+  return open;
+}
+
+function need<T extends JsonValue>(v: JsonObject | null, what: string): JsonObject & Record<string, T> {
+  if (v === null) throw new ProtocolError("invalid_transition", `Cannot compute: ${what} has not finished`);
+  return v as JsonObject & Record<string, T>;
+}
+
+function rootOrNull(v: JsonValue | undefined, what: string, nullable: boolean): string | null {
+  if (v === null && nullable) return null;
+  if (!isRoot(v)) throw bad(`Cannot compute: ${what} is ${JSON.stringify(v)}, expected a root`);
+  return v;
+}
+
+function phaseInput(input: JsonValue, keys: string[]): PhaseInput {
+  if (
+    !isObject(input) || !hasExactKeys(input, ["session", "step", "input"]) || !isRoot(input.session) ||
+    typeof input.step !== "number" || !isObject(input.input) || !hasExactKeys(input.input, keys)
+  ) {
+    throw bad(`Cannot compute: expected {session, step, input: {${keys.join(", ")}}}`);
+  }
+  return input as PhaseInput;
+}
+
+/** The worker's actor definition. */
+export function workerActor(deps: WorkerDeps) {
+  const { home, forge, cache } = deps;
+  const store = home.store;
+  const opens = new Map<string, OpenSession>();
+  const earlier = (ctx: QueryContext, o: OpenSession) => {
+    const f = ctx.operation(operationOf(o.session, o.step, "forward"));
+    const h = ctx.operation(operationOf(o.session, o.step, "head"));
+    const b = ctx.operation(operationOf(o.session, o.step, "backward"));
+    const inputOf = (r: typeof f) => r?.input ? (decodeCanonical(r.input) as PhaseInput).input : null;
+    return {
+      forwardInput: (inputOf(f)?.input ?? null) as string | null,
+      ...(h ? { headInput: inputOf(h)!.head_input as string } : {}),
+      ...(b ? { gradientOut: inputOf(b)!.gradient_out as string } : {}),
+    };
+  };
+  return defineActor({
+    name: "worker",
+    machines: [],
+    handlers: {
+      async open(_ctx: OperationContext, input: JsonValue) {
+        const o = parseOpen(input);
+        opens.set(o.session, o);
+        await cache.stage(o); // fails with object_not_found when a component is missing
+        return { session: o.session, account: home.key.accountId, stage: o.stage, partition: o.partition };
+      },
+      async forward(ctx: OperationContext, input: JsonValue) {
+        const p = phaseInput(input, ["input"]);
+        const o = openOf(ctx, opens, p.session, p.step);
+        const inRoot = rootOrNull(p.input.input, "input", o.stage === 0);
+        if ((inRoot === null) !== (o.stage === 0)) throw bad("Cannot compute: only stage 0 has no input");
+        const stage = await cache.ensure(o, "forward", {});
+        let out = stage.forward(inRoot === null ? null : await cache.bytes(inRoot, "input activation"));
+        cache.mark(o, "forward");
+        if (forge === "forward") out = flipFirstElement(out);
+        return { output: await store.put(out) };
+      },
+      async head(ctx: OperationContext, input: JsonValue) {
+        const p = phaseInput(input, ["head_input"]);
+        const o = openOf(ctx, opens, p.session, p.step);
+        if (o.stage !== 0) throw bad(`Cannot compute: only stage 0 runs the head, this is stage ${o.stage}`);
+        const headInput = rootOrNull(p.input.head_input, "head_input", false)!;
+        const stage = await cache.ensure(o, "head", earlier(ctx, o));
+        const r = stage.head(await cache.bytes(headInput, "head input"));
+        cache.mark(o, "head");
+        return { loss: toHexFloat(r.loss), head_gradient: await store.put(r.headGradient) };
+      },
+      async backward(ctx: OperationContext, input: JsonValue) {
+        const p = phaseInput(input, ["gradient_out"]);
+        const o = openOf(ctx, opens, p.session, p.step);
+        const g = rootOrNull(p.input.gradient_out, "gradient_out", false)!;
+        const stage = await cache.ensure(o, "backward", earlier(ctx, o));
+        const r = stage.backward(await cache.bytes(g, "output gradient"));
+        cache.mark(o, "backward");
+        let norm = toHexFloat(r.normSquared);
+        let gradIn = r.gradientIn;
+        if (forge === "backward") {
+          if (gradIn === null) norm = nudgeHexFloat(norm);
+          else gradIn = flipFirstElement(gradIn);
+        }
+        return { gradient_in: gradIn === null ? null : await store.put(gradIn), norm_squared: norm };
+      },
+      async update(ctx: OperationContext, input: JsonValue) {
+        const p = phaseInput(input, ["norms", "clip"]);
+        const o = openOf(ctx, opens, p.session, p.step);
+        const norms = p.input.norms, clipHex = p.input.clip;
+        const back = need<string | null>(recorded(ctx, o.session, o.step, "backward"), "backward");
+        if (!Array.isArray(norms) || norms.length <= o.stage || norms[o.stage] !== back.norm_squared) {
+          throw bad(
+            `Cannot update: norms ${JSON.stringify(norms)} do not carry this stage's ${back.norm_squared}`,
+          );
+        }
+        let scale: number;
+        try {
+          scale = clipScale(norms.map((n) => fromHexFloat(n as string)), fromHexFloat(clipHex as string));
+        } catch {
+          throw bad(`Cannot update: norms or clip ${JSON.stringify(clipHex)} are not hex floats`);
+        }
+        const stage = await cache.ensure(o, "update", earlier(ctx, o));
+        const files = stage.update(o.lr, scale);
+        cache.mark(o, "update");
+        if (forge === "optimizer") files[o.partition[0]!] = flipFirstElement(files[o.partition[0]!]!);
+        const components: Record<string, string> = {};
+        for (const name of o.partition) components[name] = await store.put(files[name]!);
+        const trace = traceOf(ctx, o, toHexFloat(scale), components);
+        await store.put(canonicalBytes(trace as unknown as JsonValue));
+        return { scale: toHexFloat(scale), components, trace: trace as unknown as JsonObject };
+      },
+      receipt(ctx: OperationContext, input: JsonValue) {
+        const p = phaseInput(input, ["record"]);
+        const o = openOf(ctx, opens, p.session, p.step);
+        const up = need(recorded(ctx, o.session, o.step, "update"), "update");
+        const record = p.input.record as unknown as StepRecord;
+        const traceRoot = id(up.trace!);
+        if (
+          !isObject(p.input.record) || !Array.isArray(record.traces) || record.traces[o.stage] !== traceRoot
+        ) {
+          throw new ProtocolError(
+            "invalid_record",
+            `Cannot sign receipt: the record's trace of stage ${o.stage} is not ${traceRoot}, the one computed`,
+          );
+        }
+        if (record.parent !== o.parentRoot || record.batch !== o.batchRoot || record.step !== o.step) {
+          throw new ProtocolError(
+            "invalid_record",
+            "Cannot sign receipt: the record's parent, batch or step differ",
+          );
+        }
+        const body = receiptBody(o.chain_id, o.assignment, id(p.input.record), o.stage, traceRoot);
+        return Promise.resolve(signReceipt(body, home.key));
+      },
+    },
+  });
+}
+
+/** The trace of the session's stage from its journaled phases (PROTOCOL §10.4). */
+function traceOf(
+  ctx: QueryContext,
+  o: OpenSession,
+  scale: string,
+  components: Record<string, string>,
+): StageTrace {
+  const fwdOp = ctx.operation(operationOf(o.session, o.step, "forward"))!;
+  const fwdIn = (decodeCanonical(fwdOp.input!) as PhaseInput).input.input as string | null;
+  const fwd = need<string>(recorded(ctx, o.session, o.step, "forward"), "forward");
+  const backOp = ctx.operation(operationOf(o.session, o.step, "backward"))!;
+  const gOut = (decodeCanonical(backOp.input!) as PhaseInput).input.gradient_out as string;
+  const back = need<string | null>(recorded(ctx, o.session, o.step, "backward"), "backward");
+  let head = {};
+  if (o.stage === 0) {
+    const headOp = ctx.operation(operationOf(o.session, o.step, "head"))!;
+    const h = need<string>(recorded(ctx, o.session, o.step, "head"), "head");
+    head = {
+      head_input: (decodeCanonical(headOp.input!) as PhaseInput).input.head_input as string,
+      head_gradient: h.head_gradient!,
+      loss: h.loss!,
+    };
+  }
+  return {
+    parent: o.parentRoot,
+    partition: [...o.partition],
+    step: o.step,
+    phase: "train",
+    input: fwdIn ?? o.batchRoot,
+    output: fwd.output!,
+    ...head,
+    gradient_out: gOut,
+    gradient_in: back.gradient_in as string | null,
+    norm_squared: back.norm_squared as string,
+    learning_rate: o.learning_rate,
+    scale,
+    components,
+  };
+}

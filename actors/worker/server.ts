@@ -1,0 +1,155 @@
+/**
+ * A running Worker: its home, its durable actor and its HTTP API on 127.0.0.1 (bearer token):
+ *
+ * - `POST /operation` `{session, step, position, input}` — delivers one operation of a session; the
+ *   operation id is `id({session, operation: {step, position}})`. `open` must carry `session = id(input)`;
+ *   every other position needs its prerequisites finished (`invalid_transition` otherwise, nothing journaled).
+ *   The answer is the journaled result `{ok:true, value}` or `{ok:false, code, message}`, byte for byte on
+ *   every re-delivery; another input at the same position is `conflicting_operation` (409).
+ * - `GET /object?root=R` — the bytes of a stored object; `PUT /object?root=R` stores bytes that must hash
+ *   to `R` (the sponsor relays activations and gradients between workers this way).
+ * - `GET /status` — account, sessions and the kernel phases run since start (`computations`).
+ *
+ * @example
+ * ```ts
+ * import { startWorker } from "./server.ts";
+ * const w = await startWorker({ home: "/tmp/w1", port: 0, forge: null });
+ * console.log(`listening ${w.url}`);
+ * await w.close();
+ * ```
+ */
+import { hasExactKeys, isObject, parseJson } from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
+import { ProtocolError } from "../../core/errors.ts";
+import { isRoot } from "../../core/hex.ts";
+import { MAX_OBJECT_BYTES } from "../../core/limits.ts";
+import { type Home, openHome } from "../common/home.ts";
+import { DurableActor } from "../runtime/durable.ts";
+import { serve } from "../runtime/transport.ts";
+import { recorded, REQUIRES, workerActor } from "./actor.ts";
+import type { Forge } from "./forge.ts";
+import { operationOf, type Position, POSITIONS } from "./session.ts";
+import { StageCache } from "./stage_cache.ts";
+
+/** How a worker is started. */
+export interface WorkerOptions {
+  readonly home: string;
+  readonly port?: number;
+  readonly forge: Forge | null;
+}
+
+/** A running worker. */
+export interface Worker {
+  readonly url: string;
+  readonly home: Home;
+  readonly actor: DurableActor;
+  readonly cache: StageCache;
+  close(): Promise<void>;
+}
+
+function rootParam(url: URL): string {
+  const root = url.searchParams.get("root");
+  if (!isRoot(root)) {
+    throw new ProtocolError("bad_request", `Cannot address object: root is ${JSON.stringify(root)}`);
+  }
+  return root;
+}
+
+/** Opens the home, re-executes unfinished operations, and serves the API. */
+export async function startWorker(options: WorkerOptions): Promise<Worker> {
+  const home = await openHome(options.home);
+  const cache = new StageCache(home.store);
+  const actor = await DurableActor.open(home.journal, workerActor({ home, forge: options.forge, cache }));
+  const ctx = { operation: (op: string) => home.journal.operation(op), state: () => null };
+  const server = serve({
+    token: home.token,
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    routes: {
+      "/operation": {
+        method: "POST",
+        async handle(req) {
+          const v = parseJson(new TextDecoder().decode(req.body));
+          if (
+            !isObject(v) || !hasExactKeys(v, ["session", "step", "position", "input"]) ||
+            !isRoot(v.session) ||
+            typeof v.step !== "number" || !Number.isSafeInteger(v.step) ||
+            !(POSITIONS as readonly unknown[]).includes(v.position) || !isObject(v.input)
+          ) {
+            throw new ProtocolError(
+              "bad_request",
+              "Cannot read operation: expected {session, step, position, input} with a known position",
+            );
+          }
+          const { session, step } = v;
+          const position = v.position as Position;
+          const opId = operationOf(session, step, position);
+          if (position === "open") {
+            if (session !== id(v.input) || v.input.step !== step) {
+              throw new ProtocolError(
+                "bad_request",
+                `Cannot open session: ${session} is not the id of the request`,
+              );
+            }
+            return { body: await actor.deliver("open", opId, v.input), contentType: "application/json" };
+          }
+          const open = recorded(ctx, session, step, "open");
+          if (open === null) {
+            throw new ProtocolError(
+              "invalid_transition",
+              `Cannot run ${position}: session ${session} is not open`,
+            );
+          }
+          const done = home.journal.operation(opId)?.status === "done";
+          for (const before of REQUIRES[position](open.stage as number)) {
+            if (!done && recorded(ctx, session, step, before) === null) {
+              throw new ProtocolError(
+                "invalid_transition",
+                `Cannot run ${position}: ${before} has not finished`,
+              );
+            }
+          }
+          const input = { session, step, input: v.input };
+          return { body: await actor.deliver(position, opId, input), contentType: "application/json" };
+        },
+      },
+      "/object": {
+        method: "GET",
+        async handle(req) {
+          return { body: await home.store.get(rootParam(req.url)) };
+        },
+      },
+      "/object/put": {
+        method: "PUT",
+        maxBody: MAX_OBJECT_BYTES,
+        async handle(req) {
+          const root = rootParam(req.url);
+          await home.store.putExpected(root, req.body);
+          return { body: { root } };
+        },
+      },
+      "/status": {
+        method: "GET",
+        handle() {
+          return {
+            body: {
+              account: home.key.accountId,
+              computations: { ...cache.computations },
+              forge: options.forge,
+              operations: home.journal.operations().length,
+            },
+          };
+        },
+      },
+    },
+  });
+  return {
+    url: server.url,
+    home,
+    actor,
+    cache,
+    async close() {
+      await server.close();
+      home.journal.close();
+    },
+  };
+}
