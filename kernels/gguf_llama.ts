@@ -29,7 +29,8 @@
  */
 import { ProtocolError } from "../core/errors.ts";
 import type { Tensor } from "./tensor.ts";
-import { type GgufFile, metaNumber, metaString } from "./gguf.ts";
+import type { GgufFile } from "./gguf.ts";
+import { metaNumber, metaString } from "./gguf_meta.ts";
 import { dequantize } from "./gguf_dequant.ts";
 import { unpermuteRows } from "./gguf_permute.ts";
 

@@ -23,7 +23,8 @@
  */
 import type { JsonObject, JsonValue } from "../core/canonical.ts";
 import { ProtocolError } from "../core/errors.ts";
-import { type GgufFile, metaNumber, metaNumberArray, metaString, metaStringArray } from "./gguf.ts";
+import type { GgufFile } from "./gguf.ts";
+import { metaNumber, metaNumberArray, metaString, metaStringArray } from "./gguf_meta.ts";
 
 /** The tokenizer of a GGUF file as a Hugging Face tokenizer.json plus what a text codec needs beside it. */
 export interface GgufTokenizer {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ProtocolError } from "../../core/errors.ts";
-import { findTensor, metaNumber, metaString, metaStringArray, readGguf } from "../../kernels/gguf.ts";
+import { findTensor, readGguf } from "../../kernels/gguf.ts";
+import { metaNumber, metaString, metaStringArray } from "../../kernels/gguf_meta.ts";
 import { f32Bytes, writeGguf, type WValue } from "./gguf_writer.ts";
 
 function code(fn: () => unknown): [string, string] {

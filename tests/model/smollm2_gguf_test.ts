@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { metaNumber, metaNumberArray, metaString, metaStringArray, readGguf } from "../../kernels/gguf.ts";
+import { readGguf } from "../../kernels/gguf.ts";
+import { metaNumber, metaNumberArray, metaString, metaStringArray } from "../../kernels/gguf_meta.ts";
 import { llamaConfigFromGguf, llamaTensorsFromGguf, parameterCount } from "../../kernels/gguf_llama.ts";
 import { SMOLLM2_PIN, smollm2File } from "./smollm2_file.ts";
 
