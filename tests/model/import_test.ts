@@ -6,7 +6,7 @@ import { tempDir, tinyModel } from "./tiny_model_fixture.ts";
 import { configJson, enc, hfFile } from "../kernels/hf_import_fixture.ts";
 import { readGguf } from "../../kernels/gguf.ts";
 import { tokenizerFromGguf } from "../../kernels/gguf_tokenizer.ts";
-import { sha256Hex } from "../../core/digest.ts";
+import { id, sha256Hex } from "../../core/digest.ts";
 import { ROOT, SMOLLM2_PIN, smollm2File } from "./smollm2_file.ts";
 
 async function importTask(...args: string[]) {
@@ -159,6 +159,7 @@ Deno.test({
         format: "gguf",
         sha256: SMOLLM2_PIN.gguf_sha256,
       });
+      assert.equal(id(loaded.manifest.components), SMOLLM2_PIN.components_id);
       const c = await loadCodec(new ObjectStore(dir), codec);
       assert.equal(c.manifest.vocabulary, 49152);
       console.log(`SmolLM2 model_root ${model} codec_root ${codec}`);
