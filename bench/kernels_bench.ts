@@ -242,7 +242,7 @@ function peakHwm(): string {
     const m = /VmHWM:\s+(\d+) kB/.exec(Deno.readTextFileSync("/proc/self/status"));
     return m ? `${(Number(m[1]) / 1024).toFixed(0)} MiB` : "unknown";
   } catch {
-    return "unknown (no /proc/self/status)";
+    return "unreadable (Linux only; deno bench needs --allow-all for /proc/self)";
   }
 }
 
