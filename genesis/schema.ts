@@ -12,6 +12,7 @@ import { id } from "../core/digest.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { isAccountId } from "../ledger/keys.ts";
 import { isConsensusPublicKey } from "../ledger/consensus_key.ts";
+import { parseTrainingGenesis, type TrainingSetup } from "../ledger/training/genesis.ts";
 
 /** Consensus-engine params that are not lifecycle params (kept apart from `workflows/params.ts`). */
 export interface ConsensusParams {
@@ -60,6 +61,11 @@ export interface Genesis {
   readonly model: JsonValue;
   readonly codec: JsonValue;
   readonly vectors: JsonValue;
+  /**
+   * The checked training setup from `model` (`{manifest, root}`) and the optional `training` field
+   * (`{learning_rate, clip, batches}`), or null when the genesis has no training section.
+   */
+  readonly training: TrainingSetup | null;
 }
 
 const KEYS = [
@@ -73,6 +79,9 @@ const KEYS = [
   "validators",
   "vectors",
 ];
+
+/** Fields a genesis may omit (absent means null). */
+const OPTIONAL_KEYS = ["training"];
 
 function bad(message: string): never {
   throw new ProtocolError("invalid_value", `Cannot use genesis: ${message}`);
@@ -88,7 +97,9 @@ function atoms(value: unknown, what: string, min = 0): number {
 /** Checks a genesis value and returns it typed; `invalid_value` naming the first problem. */
 export function parseGenesis(value: JsonValue): Genesis {
   if (!isObject(value)) bad("not an object");
-  for (const k of Object.keys(value)) if (!KEYS.includes(k)) bad(`unknown field ${k}`);
+  for (const k of Object.keys(value)) {
+    if (!KEYS.includes(k) && !OPTIONAL_KEYS.includes(k)) bad(`unknown field ${k}`);
+  }
   for (const k of KEYS) if (!Object.hasOwn(value, k)) bad(`missing field ${k}`);
   const v = value;
   if (typeof v.chain_id !== "string" || !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(v.chain_id)) {
@@ -139,6 +150,7 @@ export function parseGenesis(value: JsonValue): Genesis {
     return { owner: x.owner as string, consensus_key: x.consensus_key as string, amount };
   });
   if (!Number.isSafeInteger(supply)) bad("the total supply is outside the safe range");
+  const training = parseTrainingGenesis(v.model ?? null, v.training ?? null);
   return {
     chain_id: v.chain_id,
     genesis_time: v.genesis_time as number,
@@ -149,6 +161,7 @@ export function parseGenesis(value: JsonValue): Genesis {
     model: v.model!,
     codec: v.codec!,
     vectors: v.vectors!,
+    training,
   };
 }
 

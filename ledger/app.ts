@@ -38,6 +38,7 @@ import { beginBlock } from "./boundary.ts";
 import { executeTx } from "./tx/execute.ts";
 import type { LedgerEnv } from "./tx/context.ts";
 import { answerQuery } from "./query.ts";
+import { initTraining } from "./training/store.ts";
 
 /** Options of an application instance. */
 export interface AppOptions {
@@ -121,6 +122,7 @@ export class LedgerApp {
       });
     }
     state.setGenesisSupply(genesisSupply(g));
+    initTraining(state, g.training);
     const changes = overlay.changes();
     const head = {
       genesis_id: this.genesisId,
@@ -256,7 +258,7 @@ export class LedgerApp {
     return p.head;
   }
 
-  /** Answers a read-only query path (`/account/<id>`, `/validators`, `/status`); null when unknown. */
+  /** Answers a read-only query path with its query string (`/account/<id>`, `/lifecycle`, `/claim?id=`, ...); null when unknown. */
   query(path: string): JsonValue | null {
     return answerQuery(path, new LedgerView(this.store), this.info());
   }

@@ -1,13 +1,15 @@
 /**
  * Block-boundary rules (PROTOCOL §9) that exist so far, in their order: validator set changes (a height tick
- * for every validator: pending bonds activate at their epoch boundary, leaving validators are removed), then
- * the verifier reward of the previous block, paid to its committers in proportion to their power at that
+ * for every validator: pending bonds activate at their epoch boundary, leaving validators are removed), the
+ * training rules (period reset, assignment expiry, claim and challenge deadlines: ledger/training/boundary.ts),
+ * then the verifier reward of the previous block, paid to its committers in proportion to their power at that
  * height, the remainder of the integer division burned.
  */
 import { validatorMachine } from "../workflows/validator.ts";
 import type { LedgerWriter } from "./state/accessors.ts";
 import type { LedgerEnv } from "./tx/context.ts";
 import { storeValidatorState } from "./tx/validators.ts";
+import { trainingBoundary } from "./training/boundary.ts";
 
 /** Applies the height tick to every validator whose state it changes. */
 export function validatorSetChanges(state: LedgerWriter, env: LedgerEnv): void {
@@ -52,5 +54,6 @@ export function creditVerifierReward(state: LedgerWriter, height: number, atoms:
 /** Runs the boundary rules for the block at `env.height` whose last commit names `committers`. */
 export function beginBlock(state: LedgerWriter, env: LedgerEnv, committers: readonly string[]): void {
   validatorSetChanges(state, env);
+  trainingBoundary(state, env);
   payVerifierRewards(state, env.height - 1, committers);
 }

@@ -1,12 +1,15 @@
 /**
- * Read-only queries (PROTOCOL §13): `/account/<id>`, `/validators`, `/status`. They receive a `LedgerView`,
- * which has no write methods, so a query cannot change state.
+ * Read-only queries (PROTOCOL §13): `/account/<id>`, `/validators`, `/status`, and the training paths of
+ * `ledger/training/query.ts` (`/lifecycle`, `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`,
+ * `/batch?root=`, `/object/<root>`). `path` may carry a query string. They receive a `LedgerView`, which has
+ * no write methods, so a query cannot change state.
  */
 import type { JsonValue } from "../core/canonical.ts";
 import { hasPower } from "../workflows/validator.ts";
 import type { LedgerView } from "./state/accessors.ts";
 import type { ChainHead } from "./state/store.ts";
 import { isAccountId } from "./keys.ts";
+import { answerTrainingQuery } from "./training/query.ts";
 
 /** Answers `path` against `view`; null when the path is not a query. */
 export function answerQuery(
@@ -14,6 +17,9 @@ export function answerQuery(
   view: LedgerView,
   head: ChainHead & { chain_id: string },
 ): JsonValue | null {
+  const q = path.indexOf("?");
+  const params = new URLSearchParams(q < 0 ? "" : path.slice(q + 1));
+  path = q < 0 ? path : path.slice(0, q);
   if (path === "/status") {
     return {
       chain_id: head.chain_id,
@@ -40,5 +46,5 @@ export function answerQuery(
     const a = view.account(m[1]!);
     return { id: m[1]!, balance: a.balance, nonce: a.nonce, height: head.height };
   }
-  return null;
+  return answerTrainingQuery(path, params, view, head.height);
 }

@@ -8,11 +8,15 @@
  * - `GET /block?height=N[&wait=ms]` → `{height, block, app_hash, results}` (404 `not_found` when not committed;
  *   `wait` holds the request up to 10 s for the next block, which is how replicas follow)
  * - `GET /status`, `GET /account/<id>`, `GET /validators`
+ * - training: `GET /lifecycle`, `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`,
+ *   `/batch?root=` (canonical JSON, shapes in ledger/training/wire.ts) and `GET /object/<root>`, which answers
+ *   the raw sealed bytes as `application/octet-stream`
  * - `POST /attest` (engine-internal) → `{ok: true}`
  *
  * Anything else (unknown path, wrong method, wrong content type, oversize or malformed request) gets a 4xx
  * answer `{ok: false, code, message}` and applies nothing.
  */
+import { Buffer } from "node:buffer";
 import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
 import { type ErrorCode, ProtocolError } from "../../core/errors.ts";
 import { isHex } from "../../core/hex.ts";
@@ -124,7 +128,11 @@ export function rpcHandler(node: RpcNode): (req: Request) => Promise<Response> {
           : answer(200, block);
       }
       if (path === "/status") return answer(200, node.status());
-      const result = node.query(path);
+      const result = node.query(path + url.search);
+      if (result !== null && path.startsWith("/object/")) {
+        const bytes = Buffer.from((result as { data: string }).data, "base64");
+        return new Response(bytes, { status: 200, headers: { "content-type": "application/octet-stream" } });
+      }
       if (result !== null) return answer(200, result);
       return error(404, "not_found", `Cannot serve ${path}: no such path`);
     } catch (e) {

@@ -12,9 +12,24 @@ import type { TxResult } from "../state/store.ts";
 import type { HandlerResult, LedgerEnv, TxContext, TxKind } from "./context.ts";
 import { transfer } from "./transfer.ts";
 import { bond, unbond, withdraw } from "./validators.ts";
+import { claim, reserve, type TrainingKind } from "./training.ts";
+import { challenge, resolve, seal, upload } from "./training_dispute.ts";
+import { grow } from "./growth.ts";
 
-/** Every transaction kind of the protocol so far. */
-export const TX_KINDS: Readonly<Record<string, TxKind>> = { transfer, bond, unbond, withdraw };
+/** Every transaction kind of the protocol so far (training kinds also receive the txid). */
+export const TX_KINDS: Readonly<Record<string, TxKind | TrainingKind>> = {
+  transfer,
+  bond,
+  unbond,
+  withdraw,
+  reserve,
+  claim,
+  challenge,
+  upload,
+  seal,
+  resolve,
+  grow,
+};
 
 function check(tx: VerifiedEnvelope, state: LedgerWriter, env: LedgerEnv, chainId: string): HandlerResult {
   const body = tx.envelope.body;
@@ -60,7 +75,7 @@ function check(tx: VerifiedEnvelope, state: LedgerWriter, env: LedgerEnv, chainI
   state.setAccount(tx.sender, { balance: account.balance - fee, nonce: account.nonce + 1 });
   state.burn(fee);
   const ctx: TxContext = { state, env, chainId, sender: tx.sender, body };
-  return kind.handle(ctx);
+  return kind.handle(ctx, tx.txid);
 }
 
 /** Applies `tx` on top of `block` and returns its result; a rejection leaves `block` untouched. */
