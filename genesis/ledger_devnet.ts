@@ -3,9 +3,12 @@
  * directory holding its consensus key and its owner's account key (both 0600), plus a funded faucet account.
  * The homes can be passed to `deno task validator --home` as they are.
  *
+ * The training part (`model`, `codec`, `training`, extra accounts) is passed in by the caller (the devnet
+ * task builds the model, codec and batches); `ledger/training/genesis.ts` checks it.
+ *
  * Layout: `<out>/genesis.json`, `<out>/faucet/account.key`, `<out>/validator-<i>/{consensus.key, account.key}`
  */
-import { canonical, type JsonObject } from "../core/canonical.ts";
+import { canonical, type JsonObject, type JsonValue } from "../core/canonical.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../workflows/params.ts";
 import { createKeyFile } from "../ledger/keys.ts";
@@ -20,6 +23,14 @@ export interface DevnetOptions {
   /** Genesis time in ms (defaults to now). */
   readonly time?: number;
   readonly blockIntervalMs?: number;
+  /** The genesis `model` field, `{manifest, root}` (default null). */
+  readonly model?: JsonValue;
+  /** The genesis `codec` field, `{root, manifest}` (default null). */
+  readonly codec?: JsonValue;
+  /** The genesis `training` field, `{learning_rate, clip, batches}` (omitted when not given). */
+  readonly training?: JsonValue;
+  /** Extra funded accounts (e.g. a sponsor, workers and a referee). */
+  readonly accounts?: readonly { id: string; balance: number }[];
 }
 
 /** What the builder wrote. */
@@ -48,6 +59,7 @@ export async function writeDevnetGenesis(options: DevnetOptions): Promise<Devnet
   const faucet = await createKeyFile(`${out}/faucet/account.key`);
   const homes: string[] = [];
   const accounts: JsonObject[] = [{ id: faucet.accountId, balance: 1_000_000 * ATOMS_PER_NEURO }];
+  for (const a of options.accounts ?? []) accounts.push({ id: a.id, balance: a.balance });
   const validators: JsonObject[] = [];
   for (let i = 0; i < count; i++) {
     const home = `${out}/validator-${i}`;
@@ -72,9 +84,10 @@ export async function writeDevnetGenesis(options: DevnetOptions): Promise<Devnet
     },
     accounts,
     validators,
-    model: null,
-    codec: null,
+    model: options.model ?? null,
+    codec: options.codec ?? null,
     vectors: null,
+    ...(options.training === undefined ? {} : { training: options.training }),
   };
   parseGenesis(genesis);
   await Deno.writeTextFile(genesisPath, canonical(genesis) + "\n");
