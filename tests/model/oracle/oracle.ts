@@ -9,6 +9,7 @@ import { sha256Hex } from "../../../core/digest.ts";
 import { readGguf } from "../../../kernels/gguf.ts";
 import { ROOT, SLOW } from "../smollm2_file.ts";
 import { writeF32Gguf } from "./f32_gguf.ts";
+import { PROBES as CONFORMANCE_PROBES } from "../../text/_multilingual.ts";
 
 /** What `llama_oracle.mjs` writes (see that file). */
 export interface LlamaReference {
@@ -69,11 +70,15 @@ async function prepare(): Promise<
   }
   await Deno.mkdir(DIR, { recursive: true });
   const inputs: Uint8Array[] = [];
-  for (const f of ["package.json", "llama_oracle.mjs", "probes.json"]) {
+  for (const f of ["package.json", "llama_oracle.mjs"]) {
     const bytes = await Deno.readFile(HERE + f);
     inputs.push(bytes);
     await Deno.writeFile(`${DIR}/${f}`, bytes);
   }
+  // probes.json as the oracle sees it: our probes followed by the text suite's eight conformance probes.
+  const probes = new TextEncoder().encode(JSON.stringify(PROBES));
+  inputs.push(probes);
+  await Deno.writeFile(`${DIR}/probes.json`, probes);
   const installed = await Deno.readTextFile(
     `${DIR}/node_modules/node-llama-cpp/package.json`,
   )
@@ -179,16 +184,17 @@ export async function llamaThroughput(
   };
 }
 
-/** The probes file the reference was computed on. */
-export const PROBES = JSON.parse(
-  await Deno.readTextFile(HERE + "probes.json"),
-) as {
-  probes: string[];
-  chat: string;
-  logits_text: string;
-  logits_tokens: number;
-  generate_tokens: number;
-};
+/** The probes the reference is computed on: probes.json, with the text suite's eight conformance probes appended. */
+export const PROBES = await (async () => {
+  const own = JSON.parse(await Deno.readTextFile(HERE + "probes.json")) as {
+    probes: string[];
+    chat: string;
+    logits_text: string;
+    logits_tokens: number;
+    generate_tokens: number;
+  };
+  return { ...own, probes: [...own.probes, ...Object.values(CONFORMANCE_PROBES)] };
+})();
 
 /** The F32 copy of a GGUF file next to it (`….F32.gguf`), written once; null when there is no source. */
 export async function f32Copy(path: string | null): Promise<string | null> {
