@@ -1,6 +1,7 @@
 /**
- * Builds the whole devnet under one directory (default `.neuroshard/devnet/`): the ledger genesis and the
- * validator homes of `ledger_devnet.ts` (composed, not copied), extended with the training contents of
+ * Builds the whole devnet under one directory (default `.neuroshard/devnet/`): the ledger genesis (with
+ * `DEVNET_PARAMS`: short windows, so a step settles in seconds) and the validator homes of `ledger_devnet.ts`
+ * (called, not copied), given the training contents of
  * `devnet/contents.ts` (codec, model manifest and root, learning rate, clip, training batches), a home with an
  * account key (0600) and a bearer token (0600) for each worker, the sponsor and the referee, funded accounts for
  * them, and the genesis objects (codec and model components) in a shared `objects/` and in every home's
@@ -19,15 +20,15 @@
  * devnet.genesisPath; // ".neuroshard/devnet/genesis.json"
  * ```
  */
-import { canonical, type JsonObject, parseJson } from "../core/canonical.ts";
+import { type JsonObject, parseJson } from "../core/canonical.ts";
 import { ObjectStore } from "../core/object_store.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { createKeyFile, loadKeyFile } from "../ledger/keys.ts";
 import { loadToken } from "../actors/runtime/token.ts";
-import { ATOMS_PER_NEURO, DEVNET_PARAMS, type WorkflowParams } from "../workflows/params.ts";
+import { ATOMS_PER_NEURO } from "../workflows/params.ts";
 import { type DevnetContents, devnetContents, storeContents } from "./devnet/contents.ts";
 import { writeDevnetGenesis } from "./ledger_devnet.ts";
-import { genesisId, parseGenesis } from "./schema.ts";
+import { genesisId } from "./schema.ts";
 
 /** Options of the devnet build. */
 export interface DevnetBuildOptions {
@@ -55,9 +56,6 @@ export interface DevnetLayout {
 
 /** The devnet's genesis time (fixed, so the genesis depends only on the keys). */
 export const DEVNET_GENESIS_TIME = 1_767_225_600_000; // 2026-01-01T00:00:00Z
-
-/** The devnet's lifecycle params: `DEVNET_PARAMS` (short windows, so a step settles in seconds). */
-export const DEVNET_BUILD_PARAMS: WorkflowParams = { ...DEVNET_PARAMS };
 
 /** Initial balances of the actors, in atoms. */
 export const DEVNET_FUNDING = {
@@ -135,13 +133,6 @@ export async function ensureDevnet(
   progress("training the devnet tokenizer and initialising the devnet model");
   const contents = devnetContents();
   progress(`codec ${contents.codec.root}, model ${contents.model.root}, ${contents.batches.length} batches`);
-  const ledger = await writeDevnetGenesis({
-    out: staging,
-    validators: options.validators ?? 4,
-    time: DEVNET_GENESIS_TIME,
-    blockIntervalMs: options.blockIntervalMs ?? 500,
-  });
-  const genesis = parseJson(await Deno.readTextFile(ledger.genesisPath)) as JsonObject;
   const actors = [
     ...Array.from(
       { length: options.workers ?? 3 },
@@ -150,24 +141,24 @@ export async function ensureDevnet(
     ["sponsor", DEVNET_FUNDING.sponsor] as const,
     ["referee", DEVNET_FUNDING.referee] as const,
   ];
-  const accounts = [...(genesis.accounts as JsonObject[])];
+  const accounts = [];
   for (const [name, balance] of actors) {
     const key = await createKeyFile(`${staging}/${name}/account.key`);
     await loadToken(`${staging}/${name}/token`);
     accounts.push({ id: key.accountId, balance });
   }
-  const full: JsonObject = {
-    ...genesis,
-    params: { ...DEVNET_BUILD_PARAMS },
+  const ledger = await writeDevnetGenesis({
+    out: staging,
+    validators: options.validators ?? 4,
+    time: DEVNET_GENESIS_TIME,
+    blockIntervalMs: options.blockIntervalMs ?? 500,
     accounts,
     ...trainingFields(contents),
-  };
-  parseGenesis(full);
+  });
   progress("storing the genesis objects in every home");
   const homes = [...ledger.homes.map((h) => h.slice(h.lastIndexOf("/") + 1)), ...actors.map(([n]) => n)];
   await storeContents(new ObjectStore(`${staging}/objects`), contents);
   for (const home of homes) await storeContents(new ObjectStore(`${staging}/${home}/objects`), contents);
-  await Deno.writeTextFile(ledger.genesisPath, canonical(full) + "\n");
   await Deno.mkdir(dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : ".", { recursive: true });
   await Deno.rename(staging, dir);
   return { ...(await readDevnet(dir)), built: true };

@@ -1,7 +1,7 @@
 /**
  * The devnet's process supervisor: starts each role as its own `deno run` process with the permissions its
  * `deno.json` task names, appends everything it prints to `<logs>/<name>.log`, knows a process is ready when
- * it prints `listening on http://127.0.0.1:<port>`, and stops children with SIGTERM (SIGKILL after a grace).
+ * it prints `listening [on] http://127.0.0.1:<port>`, and stops children with SIGTERM (SIGKILL after a grace).
  * The pid of every child and of the supervisor itself is kept in `<dir>/pids.json`, so that a devnet started
  * again after its supervisor was SIGKILLed ends the children that run left behind (checked by their command
  * line naming the devnet directory, never by name alone) before it starts new ones.
@@ -18,7 +18,7 @@
 import { ProtocolError } from "../../core/errors.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-const LISTENING = /listening on (http:\/\/127\.0\.0\.1:\d+)/;
+const LISTENING = /listening (?:on )?(http:\/\/127\.0\.0\.1:\d+)/;
 
 /** How to start one child. */
 export interface ChildSpec {
@@ -45,12 +45,15 @@ export interface Child {
   readonly process: Deno.ChildProcess;
 }
 
+/** Flags of a task that `deno.json` does not list (yet). */
+const DEFAULT_FLAGS = ["--allow-read", "--allow-write", "--allow-env", "--allow-net=127.0.0.1"];
+
 /** The permission flags and file of a `deno.json` task, read from its `deno run ... tasks/x.ts` command. */
 export async function taskCommand(task: string): Promise<{ flags: string[]; file: string }> {
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
     tasks?: Record<string, string>;
   };
-  const command = config.tasks?.[task];
+  const command = config.tasks?.[task] ?? `deno run ${DEFAULT_FLAGS.join(" ")} tasks/${task}.ts`;
   const words = command?.trim().split(/\s+/) ?? [];
   const file = words.find((w) => /^tasks\/[a-z0-9_]+\.ts$/.test(w));
   if (words[0] !== "deno" || words[1] !== "run" || !file) {

@@ -7,12 +7,8 @@ import { loadCodec } from "../../text/codec.ts";
 import { loadKeyFile } from "../../ledger/keys.ts";
 import { genesisId, parseGenesis } from "../../genesis/schema.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
-import {
-  DEVNET_BUILD_PARAMS,
-  DEVNET_FUNDING,
-  DEVNET_GENESIS_TIME,
-  ensureDevnet,
-} from "../../genesis/devnet_builder.ts";
+import { DEVNET_FUNDING, DEVNET_GENESIS_TIME, ensureDevnet } from "../../genesis/devnet_builder.ts";
+import { DEVNET_PARAMS } from "../../workflows/params.ts";
 
 const contents = devnetContents();
 
@@ -32,7 +28,7 @@ Deno.test("the devnet build writes a training genesis, funded 0600 keys for ever
     assertEquals(d.genesisId, genesisId(value));
     assertEquals([g.genesis_time, g.params, g.consensus.block_interval_ms], [
       DEVNET_GENESIS_TIME,
-      DEVNET_BUILD_PARAMS,
+      DEVNET_PARAMS,
       500,
     ]);
     assertEquals(g.training!.root, contents.model.root);
