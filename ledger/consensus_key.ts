@@ -15,6 +15,7 @@ import { createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 
 import { Buffer } from "node:buffer";
 import { canonicalBytes } from "../core/canonical.ts";
 import { ProtocolError } from "../core/errors.ts";
+import { readSecretFile, writeSecretFile } from "../core/secret_file.ts";
 import { fromHex, isHex, toHex } from "../core/hex.ts";
 
 const PKCS8_PREFIX = fromHex("302e020100300506032b657004220420");
@@ -103,45 +104,11 @@ export async function createConsensusKeyFile(
   seedHex = newConsensusSeed(),
 ): Promise<ConsensusKey> {
   const key = consensusKeyFromSeed(seedHex);
-  const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
-  if (parent) await Deno.mkdir(parent, { recursive: true });
-  let file: Deno.FsFile;
-  try {
-    file = await Deno.open(path, { write: true, createNew: true, mode: 0o600 });
-  } catch (e) {
-    if (e instanceof Deno.errors.AlreadyExists) {
-      throw new ProtocolError("key_exists", `Cannot create consensus key file ${path}: it already exists`);
-    }
-    throw e;
-  }
-  try {
-    await file.write(new TextEncoder().encode(seedHex + "\n"));
-    await Deno.chmod(path, 0o600);
-    await file.sync();
-  } finally {
-    file.close();
-  }
+  await writeSecretFile(path, seedHex, "consensus key file");
   return key;
 }
 
 /** Reads a consensus key file (64 hex, optional newline, mode 0600); `invalid_key` otherwise. */
 export async function loadConsensusKeyFile(path: string): Promise<ConsensusKey> {
-  let info: Deno.FileInfo;
-  try {
-    info = await Deno.stat(path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) {
-      throw new ProtocolError("invalid_key", `Cannot read consensus key file ${path}: it does not exist`);
-    }
-    throw e;
-  }
-  if (info.mode !== null && (info.mode & 0o077) !== 0) {
-    const mode = (info.mode & 0o777).toString(8);
-    throw new ProtocolError(
-      "invalid_key",
-      `Cannot use consensus key file ${path}: mode is 0${mode}, expected 0600`,
-    );
-  }
-  const text = await Deno.readTextFile(path);
-  return consensusKeyFromSeed(text.endsWith("\n") ? text.slice(0, -1) : text);
+  return consensusKeyFromSeed(await readSecretFile(path, "consensus key file"));
 }

@@ -17,6 +17,7 @@ import { sha256 as nobleSha256 } from "@noble/hashes/sha2.js";
 import { sha256 } from "../core/digest.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { fromHex, isHex, toHex } from "../core/hex.ts";
+import { readSecretFile, writeSecretFile } from "../core/secret_file.ts";
 
 secp.hashes.sha256 = nobleSha256;
 secp.hashes.hmacSha256 = (key: Uint8Array, msg: Uint8Array) => hmac(nobleSha256, key, msg);
@@ -74,24 +75,7 @@ export function newSeed(): string {
  */
 export async function createKeyFile(path: string, seedHex: string = newSeed()): Promise<AccountKey> {
   const key = keyFromSeed(seedHex);
-  const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : ".";
-  if (parent) await Deno.mkdir(parent, { recursive: true });
-  let file: Deno.FsFile;
-  try {
-    file = await Deno.open(path, { write: true, createNew: true, mode: 0o600 });
-  } catch (e) {
-    if (e instanceof Deno.errors.AlreadyExists) {
-      throw new ProtocolError("key_exists", `Cannot create key file ${path}: it already exists`);
-    }
-    throw e;
-  }
-  try {
-    await file.write(new TextEncoder().encode(seedHex + "\n"));
-    await file.sync();
-  } finally {
-    file.close();
-  }
-  await Deno.chmod(path, 0o600); // `mode` on create is filtered by the umask; state it explicitly
+  await writeSecretFile(path, seedHex, "key file");
   return key;
 }
 
@@ -100,21 +84,7 @@ export async function createKeyFile(path: string, seedHex: string = newSeed()): 
  * or other bits). `invalid_key` otherwise, naming what is wrong but never the seed.
  */
 export async function loadKeyFile(path: string): Promise<AccountKey> {
-  let info: Deno.FileInfo;
-  try {
-    info = await Deno.stat(path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) {
-      throw new ProtocolError("invalid_key", `Cannot read key file ${path}: it does not exist`);
-    }
-    throw e;
-  }
-  if (info.mode !== null && (info.mode & 0o077) !== 0) {
-    const mode = (info.mode & 0o777).toString(8);
-    throw new ProtocolError("invalid_key", `Cannot use key file ${path}: mode is 0${mode}, expected 0600`);
-  }
-  const text = await Deno.readTextFile(path);
-  const seed = text.endsWith("\n") ? text.slice(0, -1) : text;
+  const seed = await readSecretFile(path, "key file");
   if (!isHex(seed, 64)) {
     throw new ProtocolError(
       "invalid_key",

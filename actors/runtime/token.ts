@@ -14,32 +14,26 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { ProtocolError } from "../../core/errors.ts";
 import { toHex } from "../../core/hex.ts";
 import { MIN_TOKEN_BYTES } from "../../core/limits.ts";
+import { readSecretFile, writeSecretFile } from "../../core/secret_file.ts";
 
 /** Reads the token in `path`, creating the file (mode 0600, a fresh 32-byte token) when it does not exist. */
 export async function loadToken(path: string, options: { readonly create?: boolean } = {}): Promise<string> {
-  let info: Deno.FileInfo;
+  let token: string;
   try {
-    info = await Deno.stat(path);
+    token = await readSecretFile(path, "token file");
   } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound) || options.create === false) throw e;
-    const token = toHex(crypto.getRandomValues(new Uint8Array(MIN_TOKEN_BYTES)));
+    const missing = e instanceof ProtocolError && e.message.endsWith("it does not exist");
+    if (!missing || options.create === false) throw e;
+    token = toHex(crypto.getRandomValues(new Uint8Array(MIN_TOKEN_BYTES)));
     try {
-      await Deno.writeTextFile(path, token + "\n", { mode: 0o600, createNew: true });
+      await writeSecretFile(path, token, "token file");
     } catch (e2) {
-      if (!(e2 instanceof Deno.errors.AlreadyExists)) throw e2;
+      if (!(e2 instanceof ProtocolError && e2.code === "key_exists")) throw e2;
       return loadToken(path, { create: false }); // another process created it first
     }
-    await Deno.chmod(path, 0o600);
     return token;
   }
-  const mode = (info.mode ?? 0) & 0o777;
-  if ((mode & 0o077) !== 0) {
-    throw new ProtocolError(
-      "invalid_key",
-      `Cannot use token file ${path}: mode is 0${mode.toString(8)}, expected 0600`,
-    );
-  }
-  const token = (await Deno.readTextFile(path)).trim();
+  token = token.trim();
   if (!/^(?:[0-9a-f]{2})+$/.test(token) || token.length < 2 * MIN_TOKEN_BYTES) {
     throw new ProtocolError(
       "invalid_key",
