@@ -1,0 +1,117 @@
+/**
+ * The referee's check of one stage of one claim (PROTOCOL §10.5): read the claim's record and trace from
+ * its metadata, fetch the stage's inputs (parent components, input activation or head input, incoming
+ * gradient) — from the referee's own store, the workers, or the chain's sealed uploads — keep them in the
+ * store as evidence, and replay the stage with the kernels. The answer is `match`, `mismatch` (with what
+ * was forged), `unavailable` (an object nobody serves, with its root) or `error` (the replay itself failed,
+ * which never decides a dispute).
+ *
+ * @example
+ * ```ts
+ * import { checkStage } from "./check.ts";
+ * // const v = await checkStage({ chain, store, workers }, claimId, 1); // {verdict: "match"}
+ * ```
+ */
+import type { JsonObject } from "../../core/canonical.ts";
+import type { ObjectStore } from "../../core/object_store.ts";
+import { ProtocolError } from "../../core/errors.ts";
+import type { Batch } from "../../kernels/batch.ts";
+import { replayStage } from "../../kernels/referee.ts";
+import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
+import type { ChainClient } from "../common/chain.ts";
+import type { WorkerClient } from "../common/worker_client.ts";
+
+/** Where the referee finds things. */
+export interface CheckSources {
+  readonly chain: ChainClient;
+  readonly store: ObjectStore;
+  readonly workers: readonly WorkerClient[];
+}
+
+/** A stage's verdict as journaled. */
+export interface StageVerdict extends JsonObject {
+  verdict: "match" | "mismatch" | "unavailable" | "error";
+  what: string | null;
+  root: string | null;
+  message: string;
+}
+
+/** The claim's record and traces from the chain. */
+export async function claimRecord(
+  chain: ChainClient,
+  claimId: string,
+): Promise<{ record: StepRecord; traces: StageTrace[]; state: JsonObject }> {
+  const c = await chain.claim(claimId);
+  if (c === null) {
+    throw new ProtocolError("not_found", `Cannot check claim ${claimId}: the chain does not know it`);
+  }
+  const work = (c.state as { work?: { record_root?: string } }).work;
+  const recordRoot = work?.record_root;
+  const record = recordRoot === undefined
+    ? undefined
+    : c.metadata[recordRoot] as unknown as StepRecord | undefined;
+  if (record === undefined || !Array.isArray(record.traces)) {
+    throw new ProtocolError("invalid_record", `Cannot check claim ${claimId}: its metadata has no record`);
+  }
+  const traces = record.traces.map((r) => c.metadata[r] as unknown as StageTrace);
+  return { record, traces, state: c.state };
+}
+
+/** The roots stage `stage` needs to be replayed (besides the batch, which the chain serves). */
+export function stageInputs(
+  trace: StageTrace,
+  parentComponents: Record<string, string>,
+  stage: number,
+): string[] {
+  const roots = trace.partition.map((n) => parentComponents[n]!);
+  if (stage === 0) roots.push(trace.head_input!);
+  else roots.push(trace.input);
+  roots.push(trace.gradient_out);
+  return roots;
+}
+
+/** Fetches `root` from the store, a worker, or the chain; stores it; null when nobody has it. */
+export async function fetchObject(src: CheckSources, root: string): Promise<Uint8Array | null> {
+  if (await src.store.has(root)) return await src.store.get(root);
+  for (const w of src.workers) {
+    try {
+      const bytes = await w.getObject(root);
+      await src.store.put(bytes);
+      return bytes;
+    } catch { /* the next source */ }
+  }
+  const sealed = await src.chain.object(root).catch(() => null);
+  if (sealed !== null) {
+    await src.store.putExpected(root, sealed);
+    return sealed;
+  }
+  return null;
+}
+
+/** Checks stage `stage` of claim `claimId` (see the module comment). */
+export async function checkStage(src: CheckSources, claimId: string, stage: number): Promise<StageVerdict> {
+  const { record, traces } = await claimRecord(src.chain, claimId);
+  const trace = traces[stage];
+  if (trace === undefined) {
+    return {
+      verdict: "mismatch",
+      what: "forward output",
+      root: null,
+      message: `stage ${stage} has no trace`,
+    };
+  }
+  const parent = await src.chain.manifest(record.parent);
+  const batch: Batch = await src.chain.batch(record.batch);
+  const bytes = new Map<string, Uint8Array>();
+  for (const root of stageInputs(trace, parent.components, stage)) {
+    const b = await fetchObject(src, root);
+    if (b === null) {
+      return { verdict: "unavailable", what: null, root, message: `no worker serves ${root}` };
+    }
+    bytes.set(root, b);
+  }
+  const v = replayStage({ parent, batch, stage, trace, fetch: (r) => bytes.get(r) });
+  if (v.verdict === "match") return { verdict: "match", what: null, root: null, message: "" };
+  if (v.verdict === "mismatch") return { verdict: "mismatch", what: v.what, root: null, message: v.message };
+  return { verdict: "error", what: null, root: null, message: v.message };
+}

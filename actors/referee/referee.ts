@@ -1,0 +1,313 @@
+/**
+ * The Referee actor (ARCHITECTURE "Actors", PROTOCOL §5, §10.5): the honest online observer. It scans every
+ * committed block for `claim` transactions (so it sees every claim, even those made while it was down),
+ * checks every stage of every claim with the kernels' referee, and on a mismatch files a fraud challenge,
+ * uploads the stage's needed objects in 1 MiB chunks, seals them and calls `resolve`; an object nobody
+ * serves gets an availability challenge. It reports how far behind it is: blocks not yet scanned and stages
+ * not yet checked.
+ *
+ * Journaled: each stage check is a durable operation (`id({session: claim, operation: {stage}})`) whose
+ * verdict is recorded, so a restart never replays a checked stage again; the scan height and each claim's
+ * outcome are rows of the same journal; challenges, uploads, seals and resolves go through the submitter.
+ *
+ * @example
+ * ```ts
+ * import { Referee } from "./referee.ts";
+ * // const r = await Referee.open({ home, chain, workers, emit: console.log });
+ * // await r.runOnce(); // scan, check, challenge; returns the status
+ * ```
+ */
+import { decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
+import { RetryableError } from "../../core/errors.ts";
+import { txid } from "../../ledger/envelope.ts";
+import type { ChainClient } from "../common/chain.ts";
+import type { Home } from "../common/home.ts";
+import { type ChallengeView, publishNeeded, submitSettled } from "../common/publish.ts";
+import type { WorkerClient } from "../common/worker_client.ts";
+import { defineActor, DurableActor } from "../runtime/durable.ts";
+import { operationId } from "../runtime/journal.ts";
+import { Submitter } from "../runtime/submit.ts";
+import { type CheckSources, checkStage, claimRecord, fetchObject, type StageVerdict } from "./check.ts";
+
+/** The referee's progress. */
+export interface RefereeStatus extends JsonObject {
+  event: "status";
+  height: number;
+  scanned: number;
+  /** Blocks not yet scanned. */
+  behind_blocks: number;
+  claims: number;
+  stages_checked: number;
+  /** Stages of known claims not yet checked. */
+  behind_stages: number;
+  challenges: number;
+}
+
+/** One event the referee reports (a verdict, a challenge, an outcome). */
+export interface RefereeEvent extends JsonObject {
+  event: string;
+  claim_id: string;
+  stage: number | null;
+  detail: string;
+}
+
+/** What a referee runs with. */
+export interface RefereeSetup {
+  readonly home: Home;
+  readonly chain: ChainClient;
+  readonly workers: readonly WorkerClient[];
+  readonly emit: (e: RefereeEvent | RefereeStatus) => void;
+}
+
+const TABLES = `
+CREATE TABLE IF NOT EXISTS referee_scan(key TEXT PRIMARY KEY, height INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS referee_claims(
+  claim_id TEXT PRIMARY KEY, height INTEGER NOT NULL, stages INTEGER, outcome TEXT, detail TEXT);
+`;
+
+const LIVE = new Set(["claimed", "challenged", "uploading", "resolving"]);
+
+type ClaimRow = { claim_id: string; height: number; stages: number | null; outcome: string | null };
+
+/** A referee over one home. */
+export class Referee {
+  private constructor(
+    readonly setup: RefereeSetup,
+    readonly actor: DurableActor,
+    readonly submitter: Submitter,
+  ) {}
+
+  /** Opens the journal (re-running any check begun before a crash). */
+  static async open(setup: RefereeSetup): Promise<Referee> {
+    setup.home.journal.db.exec(TABLES);
+    const src: CheckSources = { chain: setup.chain, store: setup.home.store, workers: setup.workers };
+    const def = defineActor({
+      name: "referee",
+      machines: [],
+      handlers: {
+        check: async (_ctx, input) => {
+          const { claim_id, stage } = input as { claim_id: string; stage: number };
+          return await checkStage(src, claim_id, stage);
+        },
+      },
+    });
+    const actor = await DurableActor.open(setup.home.journal, def);
+    const submitter = new Submitter(setup.home.journal, setup.chain.http, { confirmMs: 30_000, pollMs: 200 });
+    return new Referee(setup, actor, submitter);
+  }
+
+  private get db() {
+    return this.setup.home.journal.db;
+  }
+
+  /** The last scanned height. */
+  scanned(): number {
+    const row = this.db.prepare("SELECT height FROM referee_scan WHERE key = 'scan'").get() as
+      | { height: number }
+      | undefined;
+    return row?.height ?? 0;
+  }
+
+  /** Every claim seen, with its outcome (null while being worked on). */
+  claims(): ClaimRow[] {
+    return this.db.prepare(
+      "SELECT claim_id, height, stages, outcome FROM referee_claims ORDER BY height, claim_id",
+    )
+      .all() as ClaimRow[];
+  }
+
+  /** Scans new blocks for claims (the rows and the new height are written together). */
+  private async scan(height: number): Promise<void> {
+    for (let h = this.scanned() + 1; h <= height; h++) {
+      const answer = await this.setup.chain.block(h) as {
+        block: { txs: JsonValue[] };
+        results: { ok: boolean }[];
+      };
+      const found: string[] = [];
+      answer.block.txs.forEach((tx, i) => {
+        const env = tx as { body: { kind: string }; public_key: string };
+        if (env.body?.kind === "claim" && answer.results[i]?.ok === true) found.push(txid(env as never));
+      });
+      this.setup.home.journal.transaction(() => {
+        for (const c of found) {
+          this.db.prepare("INSERT OR IGNORE INTO referee_claims(claim_id, height) VALUES (?, ?)").run(c, h);
+        }
+        this.db.prepare("INSERT OR REPLACE INTO referee_scan(key, height) VALUES ('scan', ?)").run(h);
+      });
+      for (const c of found) {
+        this.setup.emit({ event: "claim", claim_id: c, stage: null, detail: `at height ${h}` });
+      }
+    }
+  }
+
+  /** The recorded verdict of a stage, or null. */
+  private verdictOf(claimId: string, stage: number): StageVerdict | null {
+    const op = this.setup.home.journal.operation(operationId(claimId, { stage }));
+    if (op?.status !== "done" || op.result === null) return null;
+    const r = decodeCanonical(op.result) as { ok: boolean; value?: StageVerdict };
+    return r.ok ? r.value! : null;
+  }
+
+  /** Counts for the status line. */
+  status(height: number): RefereeStatus {
+    const claims = this.claims();
+    let checked = 0, behind = 0;
+    for (const c of claims) {
+      const n = c.stages ?? 0;
+      for (let s = 0; s < n; s++) this.verdictOf(c.claim_id, s) === null ? behind++ : checked++;
+      if (c.stages === null) behind++;
+    }
+    const challenges = this.submitter.records().filter((s) => s.intent.startsWith("challenge:")).length;
+    return {
+      event: "status",
+      height,
+      scanned: this.scanned(),
+      behind_blocks: Math.max(0, height - this.scanned()),
+      claims: claims.length,
+      stages_checked: checked,
+      behind_stages: behind,
+      challenges,
+    };
+  }
+
+  /** One pass: scan, check every unchecked stage, act on verdicts. Returns the status after the pass. */
+  async runOnce(): Promise<RefereeStatus> {
+    const { height } = await this.setup.chain.status();
+    await this.scan(height);
+    for (const c of this.claims()) {
+      if (c.outcome !== null) continue;
+      await this.handleClaim(c);
+    }
+    return this.status(height);
+  }
+
+  private finish(claimId: string, outcome: string, detail: string): void {
+    this.db.prepare("UPDATE referee_claims SET outcome = ?, detail = ? WHERE claim_id = ?").run(
+      outcome,
+      detail,
+      claimId,
+    );
+    this.setup.emit({ event: "outcome", claim_id: claimId, stage: null, detail: `${outcome}: ${detail}` });
+  }
+
+  private async handleClaim(c: ClaimRow): Promise<void> {
+    const { record, state } = await claimRecord(this.setup.chain, c.claim_id);
+    const stages = record.traces.length;
+    if (c.stages === null) {
+      this.db.prepare("UPDATE referee_claims SET stages = ? WHERE claim_id = ?").run(stages, c.claim_id);
+    }
+    let bad: { stage: number; v: StageVerdict } | null = null;
+    let failed = 0;
+    for (let stage = 0; stage < stages; stage++) {
+      let v = this.verdictOf(c.claim_id, stage);
+      if (v === null) {
+        const bytes = await this.actor.deliver("check", operationId(c.claim_id, { stage }), {
+          claim_id: c.claim_id,
+          stage,
+        });
+        const r = decodeCanonical(bytes) as { ok: boolean; value?: StageVerdict; message?: string };
+        if (!r.ok) continue; // a protocol error reading the claim: left unchecked, reported as behind
+        v = r.value!;
+        this.setup.emit({
+          event: "verdict",
+          claim_id: c.claim_id,
+          stage,
+          detail: `${v.verdict} ${v.what ?? v.root ?? ""}`.trim(),
+        });
+      }
+      if (bad === null && (v.verdict === "mismatch" || v.verdict === "unavailable")) bad = { stage, v };
+      if (v.verdict === "error") failed++;
+    }
+    const status = (state as { status: string }).status;
+    if (bad === null) {
+      if (!LIVE.has(status)) {
+        if (failed > 0) {
+          this.finish(c.claim_id, "error", `${failed} stage replays failed; the claim is ${status}`);
+        } else this.finish(c.claim_id, "clean", `every stage matches; the claim is ${status}`);
+      }
+      return;
+    }
+    if (!LIVE.has(status)) {
+      const reason = (state as { reason?: string }).reason ?? "";
+      return this.finish(
+        c.claim_id,
+        status === "rejected" ? "caught" : "missed",
+        `${status} ${reason}`.trim(),
+      );
+    }
+    await this.dispute(c.claim_id, bad.stage, bad.v, state);
+  }
+
+  /** Challenges stage `stage`, publishes what it needs and resolves (fraud); or challenges availability. */
+  private async dispute(claimId: string, stage: number, v: StageVerdict, state: JsonObject): Promise<void> {
+    const { chain, home } = this.setup;
+    const me = home.key.accountId;
+    const live = (state as { claim?: { challenge: ChallengeView | null } }).claim?.challenge ?? null;
+    const fraud = v.verdict === "mismatch";
+    const intent = `challenge:${claimId}:${stage}:${fraud ? "fraud" : v.root}`;
+    if (live === null && this.submitter.record(intent)?.status !== "committed") {
+      if (this.submitter.record(intent)?.status === "rejected") return;
+      const s = await submitSettled(this.submitter, intent, () =>
+        chain.sign(home.key, "challenge", {
+          claim_id: claimId,
+          stage,
+          challenge_kind: fraud ? "fraud" : "availability",
+          object_root: fraud ? null : v.root,
+        }));
+      this.setup.emit({
+        event: "challenge",
+        claim_id: claimId,
+        stage,
+        detail: s.status === "committed"
+          ? `${fraud ? "fraud" : "availability"} (${v.what ?? v.root})`
+          : `refused: ${s.code} ${s.message}`,
+      });
+      return;
+    }
+    if (live === null || live.owner !== me || !fraud) return; // someone else's challenge, or waiting on the publisher
+    if (live.needed.some((r) => !live.sealed.includes(r))) {
+      await publishNeeded({
+        chain,
+        submitter: this.submitter,
+        key: home.key,
+        claimId,
+        challenge: live,
+        fetch: (root) => fetchObject({ chain, store: home.store, workers: this.setup.workers }, root),
+        onTx: (what) => this.setup.emit({ event: "publish", claim_id: claimId, stage, detail: what }),
+      });
+      return;
+    }
+    const s = await submitSettled(
+      this.submitter,
+      id({ tx: "resolve", claim: claimId, stage, owner: live.owner }),
+      () => chain.sign(home.key, "resolve", { claim_id: claimId }),
+    );
+    this.setup.emit({
+      event: "resolve",
+      claim_id: claimId,
+      stage,
+      detail: s.status === "committed" ? "committed" : `refused: ${s.code} ${s.message}`,
+    });
+  }
+
+  /** Runs passes forever, emitting the status after each pass that changed it (and every `everyMs`). */
+  async run(options: { pollMs: number; everyMs?: number; signal?: AbortSignal }): Promise<void> {
+    let last = "";
+    let lastAt = 0;
+    while (!options.signal?.aborted) {
+      try {
+        const s = await this.runOnce();
+        const key = JSON.stringify({ ...s, height: 0, behind_blocks: 0 });
+        if (key !== last || Date.now() - lastAt > (options.everyMs ?? 10_000)) {
+          this.setup.emit(s);
+          last = key;
+          lastAt = Date.now();
+        }
+      } catch (e) {
+        if (!(e instanceof RetryableError)) throw e;
+      }
+      await new Promise((r) => setTimeout(r, options.pollMs));
+    }
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * The Sponsor actor (ARCHITECTURE "Actors", PROTOCOL §5): for each step it charges an attempt in the budget
+ * file, waits for the ledger to be free, reserves, places the parent model's components on the workers by
+ * capacity, drives the pipeline, claims with the record, metadata and receipts, answers availability
+ * challenges against its claim, and watches the claim until the chain decides it.
+ *
+ * Restart safety: the attempt is charged before its `reserve` is signed; every transaction goes through the
+ * submitter under an intent named by the attempt (`reserve:<n>`, `claim:<n>`), so a restarted sponsor reuses
+ * the journaled bytes and never signs a second reserve or claim for an attempt; the pipeline is
+ * re-delivery-safe, so re-running it after a crash returns the workers' recorded results and the same record.
+ *
+ * @example
+ * ```ts
+ * import { Sponsor } from "./sponsor.ts";
+ * // const s = await Sponsor.open({ home, rpc, workersFile, steps: 3, budget: 6, emit: console.log });
+ * // await s.run();
+ * ```
+ */
+import { type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { ProtocolError, RetryableError } from "../../core/errors.ts";
+import { configFromJson } from "../../kernels/config.ts";
+import { place } from "../../kernels/placement.ts";
+import { txid } from "../../ledger/envelope.ts";
+import { type ChainClient, envelopeOf } from "../common/chain.ts";
+import type { Home } from "../common/home.ts";
+import { publishNeeded, submitSettled } from "../common/publish.ts";
+import type { WorkerClient, WorkerEntry } from "../common/worker_client.ts";
+import { Submitter } from "../runtime/submit.ts";
+import { type Attempt, Budget } from "./budget.ts";
+import { runPipeline } from "./pipeline.ts";
+
+/** One progress event. */
+export interface SponsorEvent extends JsonObject {
+  event: string;
+  attempt: number;
+  step: number;
+  phase: string;
+  height: number;
+  loss: string | null;
+}
+
+/** What a sponsor runs with. */
+export interface SponsorSetup {
+  readonly home: Home;
+  readonly chain: ChainClient;
+  readonly workers: readonly WorkerClient[];
+  readonly entries: readonly WorkerEntry[];
+  /** Settled steps to reach (counted over every run of this home). */
+  readonly steps: number;
+  /** Attempts in a new budget file. */
+  readonly budget: number;
+  readonly emit: (e: SponsorEvent) => void;
+  readonly pollMs?: number;
+}
+
+const FINAL = new Set(["settled", "rejected", "expired"]);
+
+/** A sponsor over one home. */
+export class Sponsor {
+  private constructor(
+    readonly setup: SponsorSetup,
+    readonly budget: Budget,
+    readonly submitter: Submitter,
+    private readonly accounts: Map<string, WorkerClient>,
+  ) {}
+
+  /** Opens the budget file and learns every worker's account. */
+  static async open(setup: SponsorSetup): Promise<Sponsor> {
+    const budget = await Budget.open(`${setup.home.paths.dir}/budget.json`, setup.budget);
+    const submitter = new Submitter(setup.home.journal, setup.chain.http, { confirmMs: 30_000, pollMs: 200 });
+    const accounts = new Map<string, WorkerClient>();
+    for (const w of setup.workers) accounts.set((await w.status()).account, w);
+    return new Sponsor(setup, budget, submitter, accounts);
+  }
+
+  private async pause(): Promise<void> {
+    await new Promise((r) => setTimeout(r, this.setup.pollMs ?? 300));
+  }
+
+  private async say(a: Attempt, phase: string, loss: string | null = null): Promise<void> {
+    let height = -1;
+    try {
+      height = (await this.setup.chain.status()).height;
+    } catch { /* the line is still worth printing */ }
+    this.setup.emit({ event: "step", attempt: a.n, step: a.round, phase, height, loss });
+  }
+
+  /** Runs attempts until `steps` have settled; returns the attempts. */
+  async run(): Promise<readonly Attempt[]> {
+    while (this.budget.settled() < this.setup.steps) {
+      try {
+        const a = this.budget.current() ?? await this.chargeWhenFree();
+        await this.attempt(a);
+      } catch (e) {
+        if (!(e instanceof RetryableError)) throw e;
+        this.setup.emit({ ...this.event(this.budget.current(), `waiting: ${e.message}`) });
+        await this.pause();
+      }
+    }
+    return this.budget.attempts();
+  }
+
+  /** Waits for the ledger to be free, then charges the next attempt against its learning root and round. */
+  private async chargeWhenFree(): Promise<Attempt> {
+    for (;;) {
+      const lc = await this.setup.chain.lifecycle().catch(() => null);
+      if (lc !== null && lc.assignment === null && lc.claim === null && lc.learning_root !== null) {
+        const parent = await this.setup.chain.manifest(lc.learning_root);
+        const partitions = place(configFromJson(parent.config), this.setup.entries.map((e) => e.capacity));
+        const workers = [...this.accounts.keys()].slice(0, partitions.length);
+        return await this.budget.charge({ parent: lc.learning_root, round: lc.training_round, workers });
+      }
+      await this.pause();
+    }
+  }
+
+  private async fail(a: Attempt, reason: string): Promise<void> {
+    await this.budget.finish(a.n, { outcome: "failed", claim_id: null, loss: null, reason });
+    await this.say(a, `failed: ${reason}`);
+  }
+
+  /** Drives one attempt from its current point to an outcome. */
+  private async attempt(a: Attempt): Promise<void> {
+    const { chain, home } = this.setup;
+    await this.say(a, "reserve");
+    const reserve = await submitSettled(
+      this.submitter,
+      `reserve:${a.n}`,
+      () => chain.sign(home.key, "reserve", { parent: a.parent, round: a.round, workers: a.workers }),
+    );
+    if (reserve.status === "rejected") {
+      return await this.fail(a, `reserve ${reserve.code}: ${reserve.message}`);
+    }
+    const assignmentId = txid(envelopeOf(reserve.raw) as never);
+    let claim = this.submitter.record(`claim:${a.n}`);
+    let loss: string | null = null;
+    if (claim === null) {
+      const lc = await chain.lifecycle();
+      const asg = lc.assignment;
+      if (asg === null || asg.id !== assignmentId) {
+        return await this.fail(a, `assignment ${assignmentId} is no longer live`);
+      }
+      const parent = await chain.manifest(a.parent);
+      const batch = await chain.batch(asg.batch);
+      const partitions = place(configFromJson(parent.config), this.setup.entries.map((e) => e.capacity));
+      const out = await runPipeline({
+        workers: a.workers.map((w) => this.accounts.get(w)!),
+        pool: [...this.accounts.values()],
+        partitions,
+        parent,
+        batch,
+        learningRate: lc.learning_rate!,
+        clip: lc.clip!,
+        chainId: (await chain.status()).chain_id,
+        assignment: assignmentId,
+        step: a.round,
+        onPhase: (p) => void this.say(a, p),
+      });
+      loss = out.record.loss;
+      await this.say(a, "claim", loss);
+      claim = await submitSettled(this.submitter, `claim:${a.n}`, () =>
+        chain.sign(home.key, "claim", {
+          record_root: out.recordRoot,
+          metadata: out.metadata,
+          workers: a.workers,
+          data_root: asg.data_root,
+          sequence_index: asg.sequence_index,
+        }));
+    } else {
+      claim = await submitSettled(this.submitter, `claim:${a.n}`, () => {
+        throw new ProtocolError("internal_error", "Cannot re-sign a journaled claim");
+      });
+    }
+    if (claim.status === "rejected") return await this.fail(a, `claim ${claim.code}: ${claim.message}`);
+    const claimId = txid(envelopeOf(claim.raw) as never);
+    const body = envelopeOf(claim.raw).body as { metadata: Record<string, JsonValue>; record_root: string };
+    loss = (body.metadata[body.record_root] as { loss: string }).loss;
+    await this.watch(a, claimId, loss);
+  }
+
+  /** Watches the claim, answering availability challenges, until the chain decides it. */
+  private async watch(a: Attempt, claimId: string, loss: string): Promise<void> {
+    await this.say(a, "challenge window", loss);
+    for (;;) {
+      const c = await this.setup.chain.claim(claimId).catch(() => null);
+      const state = c?.state as {
+        status?: string;
+        reason?: string;
+        claim?: { challenge: JsonObject | null };
+      };
+      if (state?.status !== undefined && FINAL.has(state.status)) {
+        const settled = state.status === "settled";
+        await this.budget.finish(a.n, {
+          outcome: settled ? "settled" : "failed",
+          claim_id: claimId,
+          loss,
+          reason: settled ? null : `${state.status}${state.reason ? `: ${state.reason}` : ""}`,
+        });
+        return await this.say(
+          a,
+          settled ? "settled" : `${state.status}${state.reason ? `: ${state.reason}` : ""}`,
+          loss,
+        );
+      }
+      const ch = state?.claim?.challenge as
+        | { owner: string; kind: string; stage: number; needed: string[]; uploads: []; sealed: string[] }
+        | null
+        | undefined;
+      if (ch && ch.kind === "availability" && ch.needed.some((r) => !ch.sealed.includes(r))) {
+        await this.say(a, "answering availability challenge", loss);
+        await publishNeeded({
+          chain: this.setup.chain,
+          submitter: this.submitter,
+          key: this.setup.home.key,
+          claimId,
+          challenge: ch,
+          fetch: (root) => this.fetchAnywhere(root),
+        }).catch((e) =>
+          this.setup.emit({ ...this.event(a, `publish failed: ${(e as Error).message}`), loss })
+        );
+      }
+      await this.pause();
+    }
+  }
+
+  private event(a: Attempt | null, phase: string): SponsorEvent {
+    return { event: "step", attempt: a?.n ?? -1, step: a?.round ?? -1, phase, height: -1, loss: null };
+  }
+
+  /** An object's bytes from any worker that holds it. */
+  private async fetchAnywhere(root: string): Promise<Uint8Array | null> {
+    for (const w of this.accounts.values()) {
+      try {
+        return await w.getObject(root);
+      } catch { /* try the next */ }
+    }
+    return null;
+  }
+}
