@@ -10,7 +10,9 @@ import { fromHexFloat } from "../../core/hex_float.ts";
 import { isRoot } from "../../core/hex.ts";
 import { MAX_METADATA_BYTES } from "../../core/limits.ts";
 import type { Batch } from "../../kernels/batch.ts";
+import { configFromJson } from "../../kernels/config.ts";
 import { type Manifest, parseManifest } from "../../kernels/manifest.ts";
+import { componentNames } from "../../kernels/model.ts";
 import { checkRecord, type StageTrace, type StepRecord } from "../../kernels/trace.ts";
 import type { Assignment } from "../../workflows/training.ts";
 import { verifyReceipt, workIdentity } from "./wire.ts";
@@ -105,7 +107,12 @@ export function checkClaim(
   }
   if (record.step !== ctx.round) return bad(`step is ${record.step}, the training round is ${ctx.round}`);
   try {
-    const v = checkRecord(record, traces as unknown as StageTrace[], ctx.parent, candidate, {
+    // A manifest decoded from canonical JSON lists its components sorted by name (blocks before embed);
+    // the graph checks read the partition order from the parent's keys, so give them the model's order.
+    const config = configFromJson(ctx.parent.config as JsonValue);
+    const ordered = Object.fromEntries(componentNames(config).map((n) => [n, ctx.parent.components[n]!]));
+    const parent = { ...ctx.parent, components: ordered };
+    const v = checkRecord(record, traces as unknown as StageTrace[], parent, candidate, {
       learning_rate: fromHexFloat(ctx.learningRate),
       clip: fromHexFloat(ctx.clip),
     });

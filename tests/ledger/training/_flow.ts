@@ -1,0 +1,67 @@
+/** Reserve-and-claim flows shared by the training ledger tests. */
+import type { JsonObject } from "../../../core/canonical.ts";
+import { PRESETS } from "../../../kernels/config.ts";
+import { place } from "../../../kernels/placement.ts";
+import type { Envelope } from "../../../ledger/envelope.ts";
+import type { AccountKey } from "../../../ledger/keys.ts";
+import { CHAIN, CLIP, LR, type Net, sponsor, workers } from "./_harness.ts";
+import { computeStep, type Forge, metadataFor, type SyntheticStep } from "./_pipeline.ts";
+
+/** Two stages: embed and norm, then the four blocks. */
+export const TWO_STAGES: string[][] = place(PRESETS.devnet, [700_000, 1_000_000]);
+
+/** A reserve by the sponsor for the current learning root and round. */
+export function reserveTx(net: Net, keys: readonly AccountKey[] = workers.slice(0, 2)): Envelope {
+  const l = net.lifecycle();
+  return net.tx(sponsor, "reserve", {
+    parent: l.learning_root as string,
+    round: l.training_round as number,
+    workers: keys.map((k) => k.accountId),
+  });
+}
+
+/** Computes the step of the live assignment (optionally forged) and its claim transaction. */
+export function claimFor(
+  net: Net,
+  opts: { forge?: Forge; partitions?: string[][]; keys?: readonly AccountKey[]; lr?: number } = {},
+): { claim: Envelope; step: SyntheticStep; fields: JsonObject } {
+  const l = net.lifecycle();
+  const a = l.assignment as JsonObject;
+  const partitions = opts.partitions ?? TWO_STAGES;
+  const keys = opts.keys ?? workers.slice(0, partitions.length);
+  const parent = net.app.query(`/manifest?root=${l.learning_root}`) as never;
+  const batch = net.batches[a.sequence_index as number]!;
+  const step = computeStep(
+    parent,
+    net.objects,
+    batch,
+    partitions,
+    opts.lr ?? LR,
+    CLIP,
+    l.training_round as number,
+    opts.forge ?? null,
+  );
+  for (const [r, b] of step.objects) net.objects.set(r, b);
+  const fields: JsonObject = {
+    record_root: step.recordRoot,
+    metadata: metadataFor(step, CHAIN, a.id as string, keys),
+    workers: keys.map((k) => k.accountId),
+    data_root: a.data_root as string,
+    sequence_index: a.sequence_index as number,
+  };
+  return { claim: net.tx(sponsor, "claim", fields), step, fields };
+}
+
+/** Reserves and claims in two blocks; returns the claim id, its height and the step. */
+export function reserveAndClaim(
+  net: Net,
+  opts: { forge?: Forge; partitions?: string[][]; keys?: readonly AccountKey[]; lr?: number } = {},
+): { claimId: string; height: number; step: SyntheticStep; claim: Envelope; assignment: string } {
+  const partitions = opts.partitions ?? TWO_STAGES;
+  const r = reserveTx(net, opts.keys ?? workers.slice(0, partitions.length));
+  net.ok(r);
+  const c = claimFor(net, opts);
+  const height = net.height;
+  net.ok(c.claim);
+  return { claimId: net.id(c.claim), height, step: c.step, claim: c.claim, assignment: net.id(r) };
+}
