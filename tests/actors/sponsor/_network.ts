@@ -1,0 +1,147 @@
+/**
+ * A small training network for actor tests, all real processes on 127.0.0.1: one validator (`deno task
+ * validator`) over a genesis with the tiny model and three training batches, `n` workers (`deno task
+ * worker`, optionally forging), and homes for a sponsor and a referee (funded in genesis). Everything is
+ * removed by `close`.
+ */
+import type { JsonValue } from "../../../core/canonical.ts";
+import { toHexFloat } from "../../../core/hex_float.ts";
+import { openHome } from "../../../actors/common/home.ts";
+import { writeDevnetGenesis } from "../../../genesis/ledger_devnet.ts";
+import { ATOMS_PER_NEURO } from "../../../workflows/params.ts";
+import { startProc, stopProc } from "../../e2e/_ledger_procs.ts";
+import { type Fixture, TINY, tinyBatch, tinyFixture } from "../worker/_fixture.ts";
+import { startTask, type TaskProcess } from "../worker/_process.ts";
+import { componentParameters } from "../../../kernels/model.ts";
+
+/** The batches of the test genesis, `training_batches[round mod 3]`. */
+export const BATCHES = [tinyBatch(0), tinyBatch(1), tinyBatch(2)];
+
+/** A running test network. */
+export interface Network {
+  readonly dir: string;
+  readonly rpc: string;
+  readonly fixture: Fixture;
+  readonly genesisPath: string;
+  readonly workerHomes: string[];
+  readonly workers: TaskProcess[];
+  readonly workersFile: string;
+  readonly sponsorHome: string;
+  readonly refereeHome: string;
+  readonly accounts: { sponsor: string; referee: string; workers: string[] };
+  /** Restarts worker `i` (after a crash), with the same home and port. */
+  restartWorker(i: number, env?: Record<string, string>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Capacities that place the tiny model on `n` workers (stage 0: embed, norm and 4 - n blocks). */
+export function capacities(n: number): number[] {
+  const block = componentParameters(TINY, "block_000");
+  const head = componentParameters(TINY, "embed") + componentParameters(TINY, "norm");
+  return Array.from({ length: n }, (_, i) => (i === 0 ? head + block * (4 - n) : block));
+}
+
+/** Starts the network. */
+export async function startNetwork(
+  options: { workers?: number; forge?: (string | null)[]; intervalMs?: number } = {},
+): Promise<Network> {
+  const n = options.workers ?? 2;
+  const dir = Deno.makeTempDirSync({ prefix: "actors-net-" });
+  const workerHomes = Array.from({ length: n }, (_, i) => `${dir}/worker-${i}`);
+  const sponsorHome = `${dir}/sponsor`, refereeHome = `${dir}/referee`;
+  const ids: string[] = [];
+  for (const h of [...workerHomes, sponsorHome, refereeHome]) {
+    const home = await openHome(h);
+    ids.push(home.key.accountId);
+    home.journal.close();
+  }
+  const fixture = await tinyFixture(workerHomes.map((h) => `${h}/objects`));
+  const { genesisPath, homes } = await writeDevnetGenesis({
+    out: `${dir}/net`,
+    chainId: "neuroshard-actors-test",
+    validators: 1,
+    blockIntervalMs: options.intervalMs ?? 150,
+    model: { manifest: fixture.manifest as unknown as JsonValue, root: fixture.root },
+    training: {
+      learning_rate: toHexFloat(0.05),
+      clip: toHexFloat(1),
+      batches: BATCHES as unknown as JsonValue[],
+    },
+    accounts: [
+      { id: ids[n]!, balance: 200 * ATOMS_PER_NEURO },
+      { id: ids[n + 1]!, balance: 50 * ATOMS_PER_NEURO },
+    ],
+  });
+  const validator = await startProc(homes[0]!, genesisPath);
+  const workers: TaskProcess[] = [];
+  const caps = capacities(n);
+  const entries = [];
+  for (let i = 0; i < n; i++) {
+    const forge = options.forge?.[i];
+    const w = await startTask("worker", ["--home", workerHomes[i]!, ...(forge ? ["--forge", forge] : [])]);
+    workers.push(w);
+    entries.push({ url: w.url, token_file: `${workerHomes[i]}/token`, capacity: caps[i]! });
+  }
+  const workersFile = `${dir}/workers.json`;
+  await Deno.writeTextFile(workersFile, JSON.stringify(entries));
+  return {
+    dir,
+    rpc: validator.url,
+    fixture,
+    genesisPath,
+    workerHomes,
+    workers,
+    workersFile,
+    sponsorHome,
+    refereeHome,
+    accounts: { sponsor: ids[n]!, referee: ids[n + 1]!, workers: ids.slice(0, n) },
+    async restartWorker(i, env = {}) {
+      const port = new URL(workers[i]!.url).port;
+      const forge = options.forge?.[i];
+      workers[i] = await startTask(
+        "worker",
+        ["--home", workerHomes[i]!, "--port", port, ...(forge ? ["--forge", forge] : [])],
+        { env },
+      );
+    },
+    async close() {
+      for (const w of workers) await w.stop();
+      await stopProc(validator);
+      Deno.removeSync(dir, { recursive: true });
+    },
+  };
+}
+
+/** Runs `deno task sponsor` to its end (or its crash). */
+export async function runSponsor(
+  net: Network,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; signal: Deno.Signal | null; stdout: string; stderr: string }> {
+  const root = new URL("../../../", import.meta.url).pathname;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      `${root}tasks/sponsor.ts`,
+      "--home",
+      net.sponsorHome,
+      "--rpc",
+      net.rpc,
+      "--workers",
+      net.workersFile,
+      "--poll-ms",
+      "100",
+      ...args,
+    ],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code: out.code,
+    signal: out.signal,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
