@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { ChainClient } from "../../../actors/common/chain.ts";
+import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
+import { runSponsor, startNetwork } from "../sponsor/_network.ts";
+import { startTask } from "../worker/_process.ts";
+
+function refereeArgs(net: { refereeHome: string; rpc: string; workersFile: string }, extra: string[] = []) {
+  return [
+    "--home",
+    net.refereeHome,
+    "--rpc",
+    net.rpc,
+    "--workers",
+    net.workersFile,
+    "--poll-ms",
+    "100",
+    ...extra,
+  ];
+}
+
+for (
+  const [forge, what] of [
+    ["optimizer", "optimizer update"],
+    ["forward", "forward output"],
+    ["backward", "backward gradient"],
+  ] as const
+) {
+  Deno.test(`the referee catches a worker forging its ${forge}: fraud challenge, chunked upload, seal, resolve, claim rejected with the slash`, async () => {
+    const net = await startNetwork({ workers: 2, forge: [null, forge] });
+    const referee = await startTask("referee", refereeArgs(net), { listens: false });
+    try {
+      const chain = new ChainClient(net.rpc);
+      const run = await runSponsor(net, ["--steps", "1", "--budget", "1"]);
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.match(run.stderr, /budget_exhausted/);
+      const claimLine = await referee.waitFor(/^claim [0-9a-f]{64} /);
+      const claimId = claimLine.split(" ")[1]!;
+      await referee.waitFor(new RegExp(`^verdict ${claimId} stage 1 mismatch ${what}$`));
+      await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 match$`));
+      await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 30_000);
+      const c = await chain.claim(claimId);
+      const state = c!.state as { status: string; reason: string };
+      assert.equal(state.status, "rejected");
+      assert.match(state.reason, new RegExp(what));
+      assert.match(run.stdout, new RegExp(`^step 0 rejected: .*${what}`, "m"));
+      // The slash: the challenger gets its bond back plus half the claim bond; nothing is minted.
+      const fee = DEVNET_PARAMS.fee;
+      const ref = await chain.account(net.accounts.referee);
+      assert.equal(ref.balance, 50 * ATOMS_PER_NEURO + DEVNET_PARAMS.claim_bond / 2 - ref.nonce * fee);
+      const sp = await chain.account(net.accounts.sponsor);
+      assert.equal(sp.balance, 200 * ATOMS_PER_NEURO - DEVNET_PARAMS.claim_bond - sp.nonce * fee);
+      for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 0);
+      assert.equal((await chain.lifecycle()).training_round, 0);
+      // The referee says how far behind it is: nothing left to check.
+      await referee.waitFor(/^status .* claims=1 stages_checked=2 behind_stages=0 challenges=1$/);
+    } finally {
+      await referee.stop();
+      await net.close();
+    }
+  });
+}
+
+Deno.test("the referee checks every stage of every honest claim, challenges nothing, and resumes from its journal", async () => {
+  const net = await startNetwork({ workers: 2 });
+  try {
+    const run = await runSponsor(net, ["--steps", "2"]);
+    assert.equal(run.code, 0, run.stderr);
+    const first = await startTask("referee", refereeArgs(net, ["--once"]), { listens: false });
+    await first.status;
+    const status = first.lines.find((l) => l.startsWith("status "))!;
+    assert.match(status, /behind_blocks=0 claims=2 stages_checked=4 behind_stages=0 challenges=0$/);
+    assert.equal(first.lines.filter((l) => /^verdict .* match$/.test(l)).length, 4);
+    assert.equal(
+      first.lines.filter((l) => /^outcome .* clean: every stage matches; the claim is settled$/.test(l))
+        .length,
+      2,
+    );
+    // A second pass re-checks nothing: every verdict is in the journal.
+    const second = await startTask("referee", refereeArgs(net, ["--once"]), { listens: false });
+    await second.status;
+    assert.equal(second.lines.filter((l) => l.startsWith("verdict ")).length, 0);
+    assert.match(
+      second.lines.find((l) => l.startsWith("status "))!,
+      /claims=2 stages_checked=4 behind_stages=0/,
+    );
+  } finally {
+    await net.close();
+  }
+});
