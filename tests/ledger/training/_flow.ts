@@ -4,6 +4,7 @@ import { PRESETS } from "../../../kernels/config.ts";
 import { place } from "../../../kernels/placement.ts";
 import type { Envelope } from "../../../ledger/envelope.ts";
 import type { AccountKey } from "../../../ledger/keys.ts";
+import { uploadChunks } from "../../../ledger/training/wire.ts";
 import { CHAIN, CLIP, LR, type Net, sponsor, workers } from "./_harness.ts";
 import { computeStep, type Forge, metadataFor, type SyntheticStep } from "./_pipeline.ts";
 
@@ -64,4 +65,35 @@ export function reserveAndClaim(
   const height = net.height;
   net.ok(c.claim);
   return { claimId: net.id(c.claim), height, step: c.step, claim: c.claim, assignment: net.id(r) };
+}
+
+/** The live challenge of the pending claim, as `/lifecycle` shows it. */
+export function liveChallenge(net: Net): JsonObject {
+  const claim = net.lifecycle().claim as { state: { claim: { challenge: JsonObject } } };
+  return claim.state.claim.challenge;
+}
+
+/** Uploads `root` from the test's objects in 1 MiB chunks and seals it, all in one block, by `publisher`. */
+export function uploadAndSeal(net: Net, claimId: string, root: string, publisher: AccountKey): void {
+  const chunks = uploadChunks(net.objects.get(root)!);
+  const txs = chunks.map((data, index) =>
+    net.tx(publisher, "upload", { claim_id: claimId, object_root: root, index, data }, index)
+  );
+  txs.push(net.tx(publisher, "seal", { claim_id: claimId, object_root: root }, chunks.length));
+  net.ok(...txs);
+}
+
+/** Files a fraud challenge of `stage` by `challenger` and uploads and seals every needed object. */
+export function challengeAndUpload(
+  net: Net,
+  claimId: string,
+  stage: number,
+  challenger: AccountKey,
+): string[] {
+  net.ok(
+    net.tx(challenger, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null }),
+  );
+  const needed = liveChallenge(net).needed as string[];
+  for (const root of needed) uploadAndSeal(net, claimId, root, challenger);
+  return needed;
 }

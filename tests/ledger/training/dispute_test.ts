@@ -1,0 +1,318 @@
+import assert from "node:assert/strict";
+import type { JsonObject } from "../../../core/canonical.ts";
+import { DEVNET_PARAMS } from "../../../workflows/params.ts";
+import { challenger, Net, sponsor, stranger } from "./_harness.ts";
+import { challengeAndUpload, liveChallenge, reserveAndClaim, uploadAndSeal } from "./_flow.ts";
+import type { Forge } from "./_pipeline.ts";
+
+const FEE = DEVNET_PARAMS.fee;
+const BOND = DEVNET_PARAMS.claim_bond;
+const CBOND = DEVNET_PARAMS.challenge_bond;
+
+function claimState(net: Net, claimId: string): JsonObject {
+  return (net.app.query(`/claim?id=${claimId}`) as JsonObject).state as JsonObject;
+}
+
+function forgedIsRejected(forge: NonNullable<Forge>, stage: number, reason: string) {
+  const net = new Net();
+  const s0 = net.balance(sponsor).balance, c0 = net.balance(challenger).balance;
+  const issued0 = net.totals().issued, burned0 = net.totals().burned;
+  const { claimId, step } = reserveAndClaim(net, { forge });
+  // The forgery passed the graph checks: the claim is pending.
+  assert.equal(claimState(net, claimId).status, "claimed");
+  const needed = challengeAndUpload(net, claimId, stage, challenger);
+  assert.equal(claimState(net, claimId).status, "resolving");
+  const txs = 1 + needed.reduce((n, r) => n + Math.ceil(net.objects.get(r)!.length / 1048576) + 1, 0);
+  const resolve = net.tx(stranger, "resolve", { claim_id: claimId });
+  net.ok(resolve);
+  const st = claimState(net, claimId);
+  assert.equal(st.status, "rejected");
+  assert.equal(st.reason, `mismatch: ${reason}`);
+  assert.equal(net.totals().issued, issued0, "nothing is minted");
+  assert.equal(net.balance(sponsor).balance, s0 - 2 * FEE - BOND);
+  assert.equal(net.balance(challenger).balance, c0 - txs * FEE + BOND / 2);
+  // Fees of reserve, claim, the challenger's txs and the resolve, and the unpaid half of the bond.
+  assert.equal(net.totals().burned - burned0, (3 + txs) * FEE + BOND / 2);
+  const l = net.lifecycle();
+  assert.equal(l.learning_root, net.model.root);
+  assert.notEqual(l.learning_root, step.candidateRoot);
+  assert.equal(l.training_round, 0);
+  assert.equal(l.claim, null);
+  net.app.close();
+}
+
+Deno.test("a forged optimizer update passes the graph checks and is rejected after challenge, upload, seal and resolve; half the bond to the challenger, half burned, nothing minted", () => {
+  forgedIsRejected({ what: "optimizer", stage: 1 }, 1, "optimizer update");
+});
+
+Deno.test("a forged forward output (stage 0, its 2 MiB embedding uploaded in 3 chunks) is rejected naming the forward output", () => {
+  forgedIsRejected({ what: "forward", stage: 0 }, 0, "forward output");
+});
+
+Deno.test("a forged backward gradient is rejected naming the backward gradient", () => {
+  forgedIsRejected({ what: "backward", stage: 1 }, 1, "backward gradient");
+});
+
+Deno.test("a failed accusation burns the challenger's bond and reopens the window; the honest claim is then accepted", () => {
+  const net = new Net();
+  const c0 = net.balance(challenger).balance;
+  const { claimId, step } = reserveAndClaim(net);
+  const needed = challengeAndUpload(net, claimId, 1, challenger);
+  const h = net.height;
+  net.ok(net.tx(challenger, "resolve", { claim_id: claimId }));
+  const st = claimState(net, claimId) as { status: string; claim: { deadline: number; challenge: null } };
+  assert.equal(st.status, "claimed");
+  assert.equal(st.claim.challenge, null);
+  assert.equal(st.claim.deadline, h + DEVNET_PARAMS.challenge_blocks);
+  assert.equal(net.balance(challenger).balance, c0 - (2 + 2 * needed.length) * FEE - CBOND);
+  net.until(h + DEVNET_PARAMS.challenge_blocks + 2);
+  assert.equal(net.lifecycle().learning_root, step.candidateRoot);
+  net.app.close();
+});
+
+Deno.test("resolve before every needed object is sealed fails with not_sealed and changes nothing", () => {
+  const net = new Net();
+  const { claimId } = reserveAndClaim(net, { forge: { what: "optimizer", stage: 1 } });
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 1,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+  );
+  const needed = liveChallenge(net).needed as string[];
+  assert.equal(needed.length, 6); // four blocks, the input activation and the incoming gradient
+  uploadAndSeal(net, claimId, needed[0]!, challenger);
+  net.rejects(net.tx(stranger, "resolve", { claim_id: claimId }), "not_sealed");
+  net.app.close();
+});
+
+Deno.test("only the publisher uploads; chunks are consecutive, all but the last exactly 1 MiB, data strict base64 of 1 B-1 MiB", () => {
+  const net = new Net();
+  const { claimId } = reserveAndClaim(net);
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 0,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+  );
+  const needed = liveChallenge(net).needed as string[];
+  const embed = net.objects.get(net.model.manifest.components.embed!)!;
+  assert.ok(needed.includes(net.model.manifest.components.embed!));
+  const root = net.model.manifest.components.embed!;
+  const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
+  const MiB = 1048576;
+  const big = (bytes: Uint8Array) => {
+    let s = "";
+    for (let i = 0; i < bytes.length; i += 8192) s += String.fromCharCode(...bytes.subarray(i, i + 8192));
+    return btoa(s);
+  };
+  const up = (key: typeof challenger, index: number, data: string) =>
+    net.tx(key, "upload", { claim_id: claimId, object_root: root, index, data });
+  assert.match(net.rejects(up(stranger, 0, big(embed.subarray(0, MiB))), "not_owner"), /publisher is/);
+  assert.match(net.rejects(up(sponsor, 0, big(embed.subarray(0, MiB))), "not_owner"), /publisher is/);
+  net.rejects(up(challenger, 1, big(embed.subarray(MiB, 2 * MiB))), "invalid_upload"); // not consecutive
+  net.rejects(up(challenger, 0, big(embed.subarray(0, MiB + 1))), "invalid_upload"); // over 1 MiB
+  net.rejects(up(challenger, 0, "AAE"), "invalid_upload"); // not strict base64
+  net.rejects(up(challenger, 0, ""), "invalid_upload"); // empty
+  net.ok(up(challenger, 0, b64(embed.subarray(0, 100)))); // a short first chunk ...
+  net.rejects(up(challenger, 1, big(embed.subarray(100, 100 + MiB))), "invalid_upload"); // ... cannot be followed
+  net.rejects(
+    net.tx(challenger, "upload", { claim_id: claimId, object_root: "ab".repeat(32), index: 0, data: "AA==" }),
+    "invalid_upload",
+  ); // not a needed object
+  net.app.close();
+});
+
+Deno.test("a sealed object whose bytes do not hash to its root is refused with seal_mismatch", () => {
+  const net = new Net();
+  const { claimId } = reserveAndClaim(net);
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 1,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+  );
+  const root = (liveChallenge(net).needed as string[])[0]!;
+  const wrong = net.objects.get(root)!.slice();
+  wrong[0]! ^= 1;
+  net.ok(net.tx(challenger, "upload", {
+    claim_id: claimId,
+    object_root: root,
+    index: 0,
+    data: btoa(Array.from(wrong, (b) => String.fromCharCode(b)).join("")),
+  }));
+  net.rejects(net.tx(challenger, "seal", { claim_id: claimId, object_root: root }), "seal_mismatch");
+  net.rejects(
+    net.tx(challenger, "seal", { claim_id: claimId, object_root: "cd".repeat(32) }),
+    "invalid_upload",
+  );
+  net.app.close();
+});
+
+Deno.test("a sealed object is served by /object/<root> byte for byte", () => {
+  const net = new Net();
+  const { claimId } = reserveAndClaim(net);
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 0,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+  );
+  const root = net.model.manifest.components.embed!;
+  assert.equal(net.app.query(`/object/${root}`), null);
+  uploadAndSeal(net, claimId, root, challenger);
+  const answer = net.app.query(`/object/${root}`) as { root: string; size: number; data: string };
+  assert.equal(answer.size, 2097248);
+  assert.deepEqual(Uint8Array.from(atob(answer.data), (c) => c.charCodeAt(0)), net.objects.get(root));
+  net.app.close();
+});
+
+Deno.test("an unanswered availability challenge rejects the claim at its deadline with the slash", () => {
+  const net = new Net();
+  const c0 = net.balance(challenger).balance, issued0 = net.totals().issued;
+  const { claimId, step } = reserveAndClaim(net);
+  const object = step.traces[1]!.output;
+  const h = net.height;
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 1,
+      challenge_kind: "availability",
+      object_root: object,
+    }),
+  );
+  assert.deepEqual(liveChallenge(net).needed, [object]);
+  net.until(h + DEVNET_PARAMS.availability_blocks + 1);
+  assert.equal(claimState(net, claimId).status, "challenged");
+  net.block();
+  const st = claimState(net, claimId);
+  assert.equal(st.status, "rejected");
+  assert.equal(st.reason, "availability challenge unanswered");
+  assert.equal(net.balance(challenger).balance, c0 - FEE + BOND / 2);
+  assert.equal(net.totals().issued, issued0);
+  net.app.close();
+});
+
+Deno.test("an answered availability challenge refunds the challenger and reopens the window", () => {
+  const net = new Net();
+  const c0 = net.balance(challenger).balance;
+  const { claimId, step } = reserveAndClaim(net);
+  const object = step.traces[1]!.gradient_in!;
+  net.rejects(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 1,
+      challenge_kind: "availability",
+      object_root: "ee".repeat(32),
+    }),
+    "invalid_challenge",
+  );
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 1,
+      challenge_kind: "availability",
+      object_root: object,
+    }),
+  );
+  net.rejects(
+    net.tx(challenger, "upload", { claim_id: claimId, object_root: object, index: 0, data: "AA==" }),
+    "not_owner",
+  ); // the claim owner publishes an availability answer
+  const h = net.height;
+  uploadAndSeal(net, claimId, object, sponsor);
+  const st = claimState(net, claimId) as { status: string; claim: { deadline: number } };
+  assert.equal(st.status, "claimed");
+  assert.equal(st.claim.deadline, h + DEVNET_PARAMS.challenge_blocks);
+  assert.equal(net.balance(challenger).balance, c0 - FEE);
+  const served = net.app.query(`/object/${object}`) as { size: number };
+  assert.equal(served.size, net.objects.get(object)!.length);
+  net.app.close();
+});
+
+Deno.test("a fraud challenger who never resolves loses its bond at the deadline and the window reopens", () => {
+  const net = new Net();
+  const c0 = net.balance(challenger).balance, burned0 = net.totals().burned;
+  const { claimId } = reserveAndClaim(net);
+  const h = net.height;
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 1,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+  );
+  const deadline = liveChallenge(net).deadline as number;
+  assert.equal(deadline, h + DEVNET_PARAMS.availability_blocks);
+  net.until(deadline + 2);
+  const st = claimState(net, claimId) as { status: string; claim: { deadline: number; challenge: null } };
+  assert.equal(st.status, "claimed");
+  assert.equal(st.claim.challenge, null);
+  assert.equal(st.claim.deadline, deadline + 1 + DEVNET_PARAMS.challenge_blocks);
+  assert.equal(net.balance(challenger).balance, c0 - FEE - CBOND);
+  assert.equal(net.totals().burned - burned0, 3 * FEE + CBOND);
+  net.app.close();
+});
+
+Deno.test("at the absolute claim deadline an unfinished dispute refunds the publisher and burns the challenger's bond", () => {
+  const net = new Net({ params: { max_claim_blocks: 15, availability_blocks: 40 } });
+  const s0 = net.balance(sponsor).balance, c0 = net.balance(challenger).balance;
+  const issued0 = net.totals().issued;
+  const { claimId, height } = reserveAndClaim(net);
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 1,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+  );
+  net.until(height + 15 + 1);
+  assert.equal(claimState(net, claimId).status, "challenged");
+  net.block();
+  assert.equal(claimState(net, claimId).status, "expired");
+  assert.equal(net.balance(sponsor).balance, s0 - 2 * FEE);
+  assert.equal(net.balance(challenger).balance, c0 - FEE - CBOND);
+  assert.equal(net.totals().issued, issued0);
+  assert.equal(net.lifecycle().claim, null);
+  assert.equal(net.lifecycle().training_round, 0);
+  net.app.close();
+});
+
+Deno.test("a second challenge while one is live, a challenge of an unknown claim or kind and of a stage that does not exist are refused", () => {
+  const net = new Net();
+  const { claimId } = reserveAndClaim(net);
+  const ch = (stage: number, key = challenger) =>
+    net.tx(key, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null });
+  net.rejects(ch(2), "invalid_challenge");
+  net.rejects(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 0,
+      challenge_kind: "lazy",
+      object_root: null,
+    }),
+    "invalid_challenge",
+  );
+  net.rejects(
+    net.tx(challenger, "challenge", {
+      claim_id: "ab".repeat(32),
+      stage: 0,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+    "invalid_transition",
+  );
+  net.ok(ch(1));
+  net.rejects(ch(0, stranger), "invalid_transition");
+  net.app.close();
+});
