@@ -82,10 +82,24 @@ Deno.test("reserve is refused for a wrong parent or round, bad workers, while a 
   net.rejects(r({ workers: ["02" + "00".repeat(32)] }), "invalid_workers");
   net.rejects(r({ extra: 1 }), "invalid_body");
   net.ok(r({}));
-  net.rejects(net.tx(challenger, "reserve", { parent: l.learning_root as string, round: 0, workers: [workers[0]!.accountId] }), "busy");
+  net.rejects(
+    net.tx(challenger, "reserve", {
+      parent: l.learning_root as string,
+      round: 0,
+      workers: [workers[0]!.accountId],
+    }),
+    "busy",
+  );
   net.app.close();
   const plain = testApp();
-  const body = { kind: "reserve", chain_id: "test-chain", nonce: 0, parent: "ab".repeat(32), round: 0, workers: [] };
+  const body = {
+    kind: "reserve",
+    chain_id: "test-chain",
+    nonce: 0,
+    parent: "ab".repeat(32),
+    round: 0,
+    workers: [],
+  };
   const res = plain.finalizeBlock({
     chain_id: "test-chain",
     height: 1,
