@@ -3,15 +3,16 @@
  * `DEVNET_PARAMS`: short windows, so a step settles in seconds) and the validator homes of `ledger_devnet.ts`
  * (called, not copied), given the training contents of
  * `devnet/contents.ts` (codec, model manifest and root, learning rate, clip, training batches), a home with an
- * account key (0600) and a bearer token (0600) for each worker, the sponsor and the referee, funded accounts for
+ * account key (0600) and a bearer token (0600) for each worker, a fourth (forging) worker, the sponsor and
+ * the referee, funded accounts for
  * them, and the genesis objects (codec and model components) in a shared `objects/` and in every home's
  * `objects/`. Everything is deterministic except the keys and tokens.
  *
  * The build happens in `<dir>.building/` and is renamed into place at the end, so a build killed half way
  * leaves no devnet behind and the next build starts over.
  *
- * Layout: `genesis.json`, `objects/`, `faucet/account.key`, `validator-<i>/`, `worker-<i>/`, `sponsor/`,
- * `referee/` (each actor home: `account.key`, `token`, `objects/`).
+ * Layout: `genesis.json`, `objects/`, `faucet/account.key`, `validator-<i>/`, `worker-<i>/`, `forger/`,
+ * `sponsor/`, `referee/` (each actor home: `account.key`, `token`, `objects/`).
  *
  * @example
  * ```ts
@@ -47,6 +48,8 @@ export interface DevnetLayout {
   readonly objects: string;
   readonly validators: string[];
   readonly workers: string[];
+  /** The home of the dishonest worker the scenario runs with `--forge optimizer`. */
+  readonly forger: string;
   readonly sponsor: string;
   readonly referee: string;
   readonly faucet: string;
@@ -95,7 +98,7 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
   const accounts: Record<string, string> = {};
   const names: string[] = [];
   for await (const entry of Deno.readDir(d)) {
-    if (entry.isDirectory && /^(validator-\d+|worker-\d+|sponsor|referee|faucet)$/.test(entry.name)) {
+    if (entry.isDirectory && /^(validator-\d+|worker-\d+|forger|sponsor|referee|faucet)$/.test(entry.name)) {
       names.push(entry.name);
     }
   }
@@ -109,6 +112,7 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
     objects: `${d}/objects`,
     validators: homes("validator-"),
     workers: homes("worker-"),
+    forger: `${d}/forger`,
     sponsor: `${d}/sponsor`,
     referee: `${d}/referee`,
     faucet: `${d}/faucet/account.key`,
@@ -138,6 +142,7 @@ export async function ensureDevnet(
       { length: options.workers ?? 3 },
       (_, i) => [`worker-${i}`, DEVNET_FUNDING.worker] as const,
     ),
+    ["forger", DEVNET_FUNDING.worker] as const,
     ["sponsor", DEVNET_FUNDING.sponsor] as const,
     ["referee", DEVNET_FUNDING.referee] as const,
   ];

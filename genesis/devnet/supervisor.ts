@@ -29,6 +29,8 @@ export interface ChildSpec {
   readonly args: readonly string[];
   /** Wait for a `listening on` line (default true). */
   readonly listens?: boolean;
+  /** The child ends by itself (its exit, whatever the code, is for the caller to handle, not reported). */
+  readonly expectsExit?: boolean;
   readonly env?: Record<string, string>;
 }
 
@@ -43,6 +45,8 @@ export interface Child {
   /** Resolves with the exit code. */
   readonly exited: Promise<number>;
   readonly process: Deno.ChildProcess;
+  /** Calls `handler` with every line printed so far (from the tail) and every later line. */
+  onLine(handler: (line: string) => void): void;
 }
 
 /** Flags of a task that `deno.json` does not list (yet). */
@@ -155,6 +159,7 @@ export class Supervisor {
       env: { NO_COLOR: "1", ...(spec.env ?? {}) },
     }).spawn();
     const tail: string[] = [];
+    const listeners: ((line: string) => void)[] = [];
     let ready: (url: string) => void = () => {};
     const listening = new Promise<string>((r) => (ready = r));
     const encoder = new TextEncoder();
@@ -169,6 +174,7 @@ export class Supervisor {
           await log.write(encoder.encode(line + "\n"));
           tail.push(line);
           if (tail.length > 200) tail.shift();
+          for (const l of listeners) l(line);
           const m = LISTENING.exec(line);
           if (m) ready(m[1]!);
         }
@@ -181,14 +187,25 @@ export class Supervisor {
       log.close();
       return s.code;
     });
-    const child: Child = { name: spec.name, pid: process.pid, url: null, tail, exited, process };
+    const child: Child = {
+      name: spec.name,
+      pid: process.pid,
+      url: null,
+      tail,
+      exited,
+      process,
+      onLine(handler) {
+        for (const line of tail) handler(line);
+        listeners.push(handler);
+      },
+    };
     this.#children.set(spec.name, child);
     await this.#savePids();
     void exited.then((code) => {
       if (this.#children.get(spec.name) === child) {
         this.#children.delete(spec.name);
         void this.#savePids().catch(() => {});
-        this.#exitHandler(child, code);
+        if (!spec.expectsExit) this.#exitHandler(child, code);
       }
     });
     if (spec.listens === false) return child;

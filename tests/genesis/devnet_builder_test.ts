@@ -45,14 +45,14 @@ Deno.test("the devnet build writes a training genesis, funded 0600 keys for ever
     const balance = new Map(g.accounts.map((a) => [a.id, a.balance]));
     assertEquals(balance.get(d.accounts.sponsor!), DEVNET_FUNDING.sponsor);
     assertEquals(balance.get(d.accounts.referee!), DEVNET_FUNDING.referee);
-    for (const w of ["worker-0", "worker-1", "worker-2"]) {
+    for (const w of ["worker-0", "worker-1", "worker-2", "forger"]) {
       assertEquals(balance.get(d.accounts[w]!), DEVNET_FUNDING.worker);
     }
     assertEquals(g.validators.map((v) => v.owner), [0, 1, 2, 3].map((i) => d.accounts[`validator-${i}`]));
-    for (const home of [...d.workers, d.sponsor, d.referee]) {
+    for (const home of [...d.workers, d.forger, d.sponsor, d.referee]) {
       assertEquals([await mode(`${home}/account.key`), await mode(`${home}/token`)], [0o600, 0o600]);
     }
-    for (const home of [...d.validators, ...d.workers, d.sponsor, d.referee]) {
+    for (const home of [...d.validators, ...d.workers, d.forger, d.sponsor, d.referee]) {
       const store = new ObjectStore(`${home}/objects`);
       for (const root of contents.objects.keys()) assertEquals(await store.has(root), true);
     }

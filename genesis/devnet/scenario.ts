@@ -1,0 +1,252 @@
+/**
+ * The devnet scenario: builds the devnet if needed, starts 4 validators (a proposer and 3 replicas), 3
+ * honest workers, a forging worker (`--forge optimizer`), a referee and the sponsor as separate processes, and
+ * drives the phases of `scenario_journal.ts`: the sponsor trains `steps` honest steps; then it runs one step
+ * with the forger in stage 1 (the referee replays it, challenges, uploads, seals and resolves, and the chain
+ * rejects it with the slash); then it trains `after` more honest steps. The sponsor is told how many settled
+ * steps to reach and exits when they are; which workers it uses is the only thing the phase changes.
+ *
+ * Every phase change is journaled before it is acted on, and the rest is read from the chain, so running it
+ * again after a SIGKILL at any moment ends in the same final state.
+ */
+import { canonical, isObject, type JsonObject, parseJson } from "../../core/canonical.ts";
+import { fromHexFloat } from "../../core/hex_float.ts";
+import { PRESETS } from "../../kernels/config.ts";
+import { componentParameters } from "../../kernels/model.ts";
+import { type DevnetLayout, ensureDevnet } from "../devnet_builder.ts";
+import { ChainView } from "./chain_view.ts";
+import { loadScenario, newScenario, saveScenario, type Scenario, targetSteps } from "./scenario_journal.ts";
+import { collectSummary, type DevnetSummary } from "./summary.ts";
+import type { Child, Supervisor } from "./supervisor.ts";
+
+/** How to run the scenario. */
+export interface ScenarioOptions {
+  readonly dir: string;
+  readonly steps: number;
+  readonly forge: boolean;
+  /** Progress lines for a person. */
+  readonly say: (line: string) => void;
+  /** Aborted on SIGINT/SIGTERM. */
+  readonly signal: AbortSignal;
+}
+
+/** Capacities (parameters) that place the devnet model on 3 stages: embed+norm+block 0, blocks 1-2, block 3. */
+export function devnetCapacities(): number[] {
+  const c = PRESETS.devnet;
+  const block = componentParameters(c, "block_000");
+  return [componentParameters(c, "embed") + componentParameters(c, "norm") + block, 2 * block, block];
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+function aborted(signal: AbortSignal): void {
+  if (signal.aborted) throw new Error("Cannot finish the devnet scenario: interrupted");
+}
+
+async function writeWorkers(path: string, homes: readonly string[], urls: readonly string[]): Promise<void> {
+  const caps = devnetCapacities();
+  const entries = homes.map((h, i) => ({
+    url: urls[i]!,
+    token_file: `${h}/token`,
+    capacity: caps[i] ?? caps[2]!,
+  }));
+  await Deno.writeTextFile(path, JSON.stringify(entries, null, 2) + "\n");
+}
+
+/** Formats a sponsor or referee JSON line as a progress line; null for lines not worth showing. */
+export function progressLine(role: string, line: string, scenario: Scenario): string | null {
+  let e: JsonObject;
+  try {
+    const v = parseJson(line);
+    if (!isObject(v)) return null;
+    e = v;
+  } catch {
+    return line.startsWith("error") ? `${role}: ${line}` : null;
+  }
+  if (role === "sponsor" && e.event === "step") {
+    const loss = typeof e.loss === "string" ? ` loss=${fromHexFloat(e.loss).toFixed(4)}` : "";
+    const step = typeof e.step === "number" && e.step >= 0 ? `step ${e.step + 1}` : "step ?";
+    return `[${scenario.phase}] ${step} ${e.phase} height=${e.height}${loss}`;
+  }
+  if (
+    role === "referee" && typeof e.event === "string" && !["status", "claim", "account"].includes(e.event)
+  ) {
+    if (e.event === "verdict" && String(e.detail).startsWith("match")) return null;
+    const stage = e.stage === null || e.stage === undefined ? "" : ` stage ${e.stage}`;
+    return `[${scenario.phase}] referee ${e.event} ${String(e.claim_id).slice(0, 12)}${stage}: ${e.detail}`;
+  }
+  return null;
+}
+
+/** Runs the scenario to its end (or resumes it) and returns the summary read from the chain. */
+export async function runScenario(
+  sup: Supervisor,
+  layout: DevnetLayout,
+  options: ScenarioOptions,
+): Promise<DevnetSummary> {
+  const { say, signal } = options;
+  const dir = layout.dir;
+  let scenario = await loadScenario(dir);
+  if (scenario === null) {
+    scenario = newScenario(options.steps, options.forge);
+    await saveScenario(dir, scenario);
+  } else if (scenario.steps !== options.steps || scenario.forge !== options.forge) {
+    say(
+      `resuming the scenario as first started: ${scenario.steps} steps${
+        scenario.forge ? " and the forge" : ""
+      }`,
+    );
+  }
+  say(`scenario phase ${scenario.phase}`);
+  const watch = (role: string) => (line: string) => {
+    const p = progressLine(role, line, scenario!);
+    if (p !== null) say(p);
+  };
+
+  const v0 = await sup.start({ name: "validator-0", task: "validator", args: validatorArgs(layout, 0) });
+  const urls = [v0.url!];
+  for (let i = 1; i < layout.validators.length; i++) {
+    const v = await sup.start({
+      name: `validator-${i}`,
+      task: "validator",
+      args: [...validatorArgs(layout, i), "--follow", v0.url!],
+    });
+    urls.push(v.url!);
+  }
+  const rpc = v0.url!;
+  const chain = new ChainView(rpc);
+  say(`validators ${urls.join(" ")}`);
+  const workerUrls: string[] = [];
+  for (const [i, home] of layout.workers.entries()) {
+    workerUrls.push((await sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home] })).url!);
+  }
+  const forgerUrl = scenario.forge
+    ? (await sup.start({
+      name: "forger",
+      task: "worker",
+      args: ["--home", layout.forger, "--forge", "optimizer"],
+    }))
+      .url!
+    : null;
+  await writeWorkers(`${dir}/workers.json`, layout.workers, workerUrls);
+  const refereeHomes = forgerUrl ? [...layout.workers, layout.forger] : layout.workers;
+  const refereeUrls = forgerUrl ? [...workerUrls, forgerUrl] : workerUrls;
+  await writeWorkers(`${dir}/referee-workers.json`, refereeHomes, refereeUrls);
+  if (forgerUrl) {
+    // Stage 1 is the forger's; worker-1 stays in the file (unplaced) so the forger can copy its components.
+    const forge = [layout.workers[0]!, layout.forger, layout.workers[2]!, layout.workers[1]!];
+    const urls = [workerUrls[0]!, forgerUrl, workerUrls[2]!, workerUrls[1]!];
+    await writeWorkers(`${dir}/workers-forge.json`, forge, urls);
+  }
+  say(`workers ${workerUrls.join(" ")}${forgerUrl ? `, forger ${forgerUrl}` : ""}`);
+  const referee = await sup.start({
+    name: "referee",
+    task: "referee",
+    listens: false,
+    args: ["--home", layout.referee, "--rpc", rpc, "--workers", `${dir}/referee-workers.json`, "--json"],
+  });
+  referee.onLine(watch("referee"));
+  const budget = String(2 * (scenario.steps + scenario.after + 1) + 2);
+
+  const sponsor = async (workersFile: string, steps: number): Promise<Child> => {
+    const child = await sup.start({
+      name: "sponsor",
+      task: "sponsor",
+      listens: false,
+      expectsExit: true,
+      args: [
+        "--home",
+        layout.sponsor,
+        "--rpc",
+        rpc,
+        "--workers",
+        workersFile,
+        "--steps",
+        String(steps),
+        "--budget",
+        budget,
+        "--json",
+      ],
+    });
+    child.onLine(watch("sponsor"));
+    return child;
+  };
+  const untilExit = async (child: Child): Promise<void> => {
+    const code = await Promise.race([
+      child.exited,
+      new Promise<number>((r) => signal.addEventListener("abort", () => r(-1))),
+    ]);
+    aborted(signal);
+    if (code !== 0) {
+      throw new Error(
+        `Cannot finish the devnet scenario: the sponsor exited with ${code}:\n${
+          child.tail.slice(-15).join("\n")
+        }`,
+      );
+    }
+  };
+  const journal = async (next: Scenario) => {
+    await saveScenario(dir, next);
+    scenario = next;
+    say(`scenario phase ${next.phase}`);
+  };
+
+  while (scenario.phase !== "done") {
+    aborted(signal);
+    if (scenario.phase === "honest" || scenario.phase === "after") {
+      await untilExit(await sponsor(`${dir}/workers.json`, targetSteps(scenario, scenario.phase)));
+      if (scenario.phase === "after" || !scenario.forge) await journal({ ...scenario, phase: "done" });
+      else await journal({ ...scenario, phase: "forge", forge_from_height: (await chain.status()).height });
+      continue;
+    }
+    // forge: the first claim committed after the forging pipeline was put in place is the forged one.
+    const from = scenario.forge_from_height ?? 0;
+    const forged = async () =>
+      (await chain.claims((await chain.status()).height)).find((c) => c.height >= from);
+    let claim = await forged();
+    if (!claim) {
+      const child = await sponsor(`${dir}/workers-forge.json`, targetSteps(scenario, "forge"));
+      while (!(claim = await forged())) {
+        aborted(signal);
+        await sleep(250, signal);
+      }
+      await sup.stop(child.name);
+    }
+    say(`[forge] the forged claim ${claim.claim_id} is on the chain at height ${claim.height}`);
+    await journal({ ...scenario, phase: "after", forge_claim: claim.claim_id });
+  }
+
+  // Quiescence: nothing reserved or claimed, the forged claim decided, then two more blocks so the verifier
+  // reward of the last settlement is paid.
+  for (;;) {
+    aborted(signal);
+    const lc = await chain.lifecycle();
+    if (lc.assignment === null && lc.claim === null) {
+      const h = lc.height;
+      while ((await chain.status()).height < h + 2) await sleep(100, signal);
+      break;
+    }
+    await sleep(250, signal);
+  }
+  return await collectSummary(layout, urls);
+}
+
+function validatorArgs(layout: DevnetLayout, i: number): string[] {
+  return ["--home", layout.validators[i]!, "--genesis", layout.genesisPath];
+}
+
+/** Builds the devnet if needed and opens it. */
+export async function prepareDevnet(dir: string, say: (line: string) => void): Promise<DevnetLayout> {
+  const layout = await ensureDevnet({ dir }, say);
+  say(`${layout.built ? "built" : "using"} the devnet at ${layout.dir} (genesis ${layout.genesisId})`);
+  return layout;
+}
+
+/** The summary as one canonical JSON line. */
+export function summaryJson(s: DevnetSummary): string {
+  return canonical(s);
+}

@@ -1,0 +1,120 @@
+/**
+ * The devnet's closing summary, gathered from the chain after the scenario: every claim in order with its
+ * loss and outcome (and why a rejected one was rejected), the learning and serving roots, the atoms issued and
+ * burned (the supply totals of a validator's state), every named account's balance, and whether every
+ * validator holds the same app hash at the final height. Printed as text or as one canonical JSON object.
+ *
+ * @example
+ * ```ts
+ * import { collectSummary, formatSummary } from "./summary.ts";
+ * // const s = await collectSummary(layout, validatorUrls); console.log(formatSummary(s));
+ * ```
+ */
+import { DatabaseSync } from "node:sqlite";
+import type { JsonObject } from "../../core/canonical.ts";
+import type { DevnetLayout } from "../devnet_builder.ts";
+import { ChainView, type ClaimOutcome } from "./chain_view.ts";
+
+/** The summary of a devnet run. */
+export interface DevnetSummary extends JsonObject {
+  height: number;
+  app_hash: string;
+  /** True when every validator's block at `height` has `app_hash`. */
+  validators_agree: boolean;
+  app_hashes: { validator: string; app_hash: string | null }[];
+  training_round: number;
+  learning_root: string | null;
+  serving_root: string | null;
+  claims: (ClaimOutcome & JsonObject)[];
+  settled: number;
+  rejected: { claim_id: string; reason: string | null }[];
+  issued: number;
+  burned: number;
+  balances: { name: string; account: string; balance: number }[];
+}
+
+/** `{genesis_supply, issued, burned}` read from a validator's state file (read-only). */
+export function supplyTotals(home: string): { genesis_supply: number; issued: number; burned: number } {
+  const db = new DatabaseSync(`${home}/state.sqlite`, { readOnly: true });
+  try {
+    const row = db.prepare("SELECT value FROM state WHERE tbl = 'totals' AND key = 'supply'").get() as
+      | { value: string }
+      | undefined;
+    return row ? JSON.parse(row.value) : { genesis_supply: 0, issued: 0, burned: 0 };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Gathers the summary at the proposer's current height: waits (up to 20 s) for every replica to commit that
+ * height and compares their app hashes.
+ */
+export async function collectSummary(layout: DevnetLayout, urls: readonly string[]): Promise<DevnetSummary> {
+  const views = urls.map((u) => new ChainView(u));
+  const proposer = views[0]!;
+  const lc = await proposer.lifecycle();
+  const height = lc.height;
+  const app_hashes = [];
+  for (const [i, v] of views.entries()) {
+    app_hashes.push({
+      validator: `validator-${i}`,
+      app_hash: await v.appHash(height, 20_000).catch(() => null),
+    });
+  }
+  const app_hash = app_hashes[0]!.app_hash ?? "";
+  const claims = await proposer.claims(height);
+  const balances = [];
+  for (const [name, account] of Object.entries(layout.accounts)) {
+    balances.push({ name, account, balance: await proposer.balance(account) });
+  }
+  const totals = supplyTotals(layout.validators[0]!);
+  return {
+    height,
+    app_hash,
+    validators_agree: app_hashes.every((h) => h.app_hash === app_hash && app_hash !== ""),
+    app_hashes,
+    training_round: lc.training_round,
+    learning_root: lc.learning_root,
+    serving_root: lc.serving_root,
+    claims: claims as (ClaimOutcome & JsonObject)[],
+    settled: claims.filter((c) => c.status === "settled").length,
+    rejected: claims.filter((c) => c.status === "rejected").map((c) => ({
+      claim_id: c.claim_id,
+      reason: c.reason,
+    })),
+    issued: totals.issued,
+    burned: totals.burned,
+    balances,
+  };
+}
+
+const neuro = (atoms: number) => `${(atoms / 1_000_000).toFixed(6)} NEURO`;
+
+/** The summary as text lines for a person. */
+export function formatSummary(s: DevnetSummary): string {
+  const lines = ["", "=== devnet summary ==="];
+  lines.push(`height ${s.height}, training round ${s.training_round}, learning root ${s.learning_root}`);
+  lines.push(`serving root ${s.serving_root}`);
+  lines.push("claims:");
+  for (const [i, c] of s.claims.entries()) {
+    const loss = c.loss === null ? "?" : c.loss.toFixed(4);
+    const why = c.reason ? ` (${c.reason})` : "";
+    lines.push(`  ${i + 1}. height ${c.height}  loss ${loss}  ${c.status}${why}  ${c.claim_id}`);
+  }
+  lines.push(`settled steps ${s.settled}, rejected claims ${s.rejected.length}`);
+  for (const r of s.rejected) lines.push(`  rejected ${r.claim_id}: ${r.reason ?? "no reason given"}`);
+  lines.push(`atoms issued ${s.issued} (${neuro(s.issued)}), burned ${s.burned} (${neuro(s.burned)})`);
+  lines.push("balances:");
+  for (const b of s.balances) {
+    lines.push(`  ${b.name.padEnd(12)} ${String(b.balance).padStart(16)} atoms  ${b.account}`);
+  }
+  lines.push(
+    s.validators_agree
+      ? `all ${s.app_hashes.length} validators agree on the app hash at height ${s.height}: ${s.app_hash}`
+      : `validators DISAGREE at height ${s.height}: ${
+        s.app_hashes.map((h) => `${h.validator} ${h.app_hash}`).join(", ")
+      }`,
+  );
+  return lines.join("\n");
+}

@@ -1,0 +1,92 @@
+/** `deno task devnet`: build the devnet if needed, run the training scenario on it and print the summary. */
+import { Supervisor } from "../genesis/devnet/supervisor.ts";
+import { prepareDevnet, runScenario, summaryJson } from "../genesis/devnet/scenario.ts";
+import { formatSummary } from "../genesis/devnet/summary.ts";
+import { parse, runTask, UsageError } from "./_cli.ts";
+
+const HELP = `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR]
+
+Build the devnet under DIR if it has no genesis yet (train the devnet tokenizer from the bundled generator,
+initialise the devnet model, write the genesis with its training batches, and keys for 4 validators, 3
+workers, a forging worker, a sponsor and a referee), then start every role as its own process (logs in
+DIR/logs/) and run the scenario: N honest training steps, then one step computed by a worker started with
+--forge optimizer, which the referee challenges and the chain rejects with the slash, then 2 more honest
+steps. A line per step phase shows the block height and the loss; the summary at the end shows each
+claim's loss and outcome, the atoms issued, every account's balance, the rejected claim and why, and whether
+all validators agree on the final app hash.
+
+Run it again after it was killed at any moment: it resumes from the journals and the chain and ends in the
+same final state. A finished devnet prints its summary again.
+
+Options:
+  --steps N     honest steps before the forged one (default 5; a resumed scenario keeps its first value)
+  --no-forge    only the N honest steps
+  --reset       delete DIR first and build a new devnet
+  --json        print the summary as one JSON object on stdout (progress goes to stderr)
+  --dir DIR     where the devnet lives (default .neuroshard/devnet)
+  -h, --help    show this help`;
+
+async function main(): Promise<void> {
+  const { values, positionals } = parse(Deno.args, {
+    steps: { type: "string" },
+    "no-forge": { type: "boolean" },
+    reset: { type: "boolean" },
+    json: { type: "boolean" },
+    dir: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) return console.log(HELP);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const steps = values.steps === undefined ? 5 : Number(values.steps);
+  if (!Number.isSafeInteger(steps) || steps < 1 || steps > 1_000) {
+    throw new UsageError(`--steps is ${values.steps}, expected an integer from 1 to 1000`);
+  }
+  const dir = (values.dir ?? ".neuroshard/devnet").replace(/\/+$/, "");
+  const say = values.json ? (l: string) => console.error(l) : (l: string) => console.log(l);
+  if (values.reset) {
+    await Deno.remove(dir, { recursive: true }).catch((e) => {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    });
+  }
+  const layout = await prepareDevnet(dir, say);
+  const sup = await Supervisor.open(layout.dir);
+  const abort = new AbortController();
+  let signalled: Deno.Signal | null = null;
+  const onSignal = (s: Deno.Signal) => () => {
+    signalled = s;
+    abort.abort();
+  };
+  const onInt = onSignal("SIGINT"), onTerm = onSignal("SIGTERM");
+  Deno.addSignalListener("SIGINT", onInt);
+  Deno.addSignalListener("SIGTERM", onTerm);
+  sup.onUnexpectedExit((child, code) => {
+    say(`${child.name} exited with ${code}; its last lines:\n${child.tail.slice(-15).join("\n")}`);
+    abort.abort();
+  });
+  say(`logs in ${sup.logs}/`);
+  let failure: unknown = null;
+  try {
+    const summary = await runScenario(sup, layout, {
+      dir: layout.dir,
+      steps,
+      forge: !values["no-forge"],
+      say,
+      signal: abort.signal,
+    });
+    if (values.json) console.log(summaryJson(summary));
+    else console.log(formatSummary(summary));
+  } catch (e) {
+    failure = e;
+  } finally {
+    await sup.stopAll();
+    Deno.removeSignalListener("SIGINT", onInt);
+    Deno.removeSignalListener("SIGTERM", onTerm);
+  }
+  if (signalled) {
+    say(`stopped by ${signalled}; every process was stopped; run deno task devnet again to resume`);
+    Deno.exit(signalled === "SIGINT" ? 130 : 143);
+  }
+  if (failure) throw failure;
+}
+
+if (import.meta.main) await runTask("devnet", main);
