@@ -43,7 +43,13 @@ export function capacities(n: number): number[] {
 
 /** Starts the network. */
 export async function startNetwork(
-  options: { workers?: number; forge?: (string | null)[]; intervalMs?: number } = {},
+  options: {
+    workers?: number;
+    forge?: (string | null)[];
+    intervalMs?: number;
+    /** Environment of each worker's first process (e.g. `NEURO_CRASH_AT`). */
+    workerEnv?: (Record<string, string> | undefined)[];
+  } = {},
 ): Promise<Network> {
   const n = options.workers ?? 2;
   const dir = Deno.makeTempDirSync({ prefix: "actors-net-" });
@@ -78,7 +84,9 @@ export async function startNetwork(
   const entries = [];
   for (let i = 0; i < n; i++) {
     const forge = options.forge?.[i];
-    const w = await startTask("worker", ["--home", workerHomes[i]!, ...(forge ? ["--forge", forge] : [])]);
+    const w = await startTask("worker", ["--home", workerHomes[i]!, ...(forge ? ["--forge", forge] : [])], {
+      env: options.workerEnv?.[i] ?? {},
+    });
     workers.push(w);
     entries.push({ url: w.url, token_file: `${workerHomes[i]}/token`, capacity: caps[i]! });
   }
