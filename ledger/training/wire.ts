@@ -237,7 +237,19 @@ export function decodeBase64Strict(data: unknown): Uint8Array | null {
   return Buffer.from(bytes).toString("base64") === data ? bytes : null;
 }
 
-/** How a live or finished claim is shown: its id, which lifecycle, and the machine state. */
+/**
+ * How a live or finished claim is shown: its id, which lifecycle, and the machine state, which is JSON of
+ * - training: `{status, assignment: Assignment, claim: Claim, work: {record_root, model_root, work_identity,
+ *   metadata_root}, moves, reason?}` (status `claimed|challenged|uploading|resolving|settled|rejected|expired`)
+ * - growth: `{status, claim: Claim, growth: {parent, model_root, metadata_root, added_blocks}, moves, reason?}`
+ *
+ * where `Claim = {id, owner, bond, stages, deadline, expires, challenge}` and a live `challenge` is
+ * `{owner, kind, stage, object_root, bond, needed: [roots, sorted], uploads: [{object_root, chunks, bytes}],
+ * sealed: [roots, sorted], deadline}` (see workflows/_claim.ts). A rejected state's `reason` is
+ * `"mismatch: <forward output|loss or head gradient|backward gradient|optimizer update>"` or
+ * `"availability challenge unanswered"`. The publisher of uploads is the claim owner for an availability
+ * challenge and the challenger for a fraud challenge; `resolve` may be sent by anyone.
+ */
 export interface ClaimView extends JsonObject {
   claim_id: string;
   kind: "training" | "growth";

@@ -66,6 +66,8 @@ export class Net {
   readonly batches: Batch[];
   /** Every object ever computed, by root (a stand-in for the actors' object stores). */
   readonly objects: Map<string, Uint8Array>;
+  /** The genesis document the ledger was opened with. */
+  readonly genesis: JsonObject;
 
   constructor(opts: { batches?: number; lr?: number; params?: JsonObject } = {}) {
     this.batches = batches(opts.batches ?? 2);
@@ -94,6 +96,7 @@ export class Net {
         batches: this.batches as unknown as JsonValue,
       },
     };
+    this.genesis = genesis;
     this.app = LedgerApp.open(":memory:", genesis);
   }
 
