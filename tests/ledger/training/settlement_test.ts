@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import type { JsonObject } from "../../../core/canonical.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
-import { Net, owners, sponsor, workers } from "./_harness.ts";
+import { scanSums } from "../../../ledger/state/conservation.ts";
+import { challenger, Net, owners, sponsor, workers } from "./_harness.ts";
 import { reserveAndClaim } from "./_flow.ts";
 
 const FEE = DEVNET_PARAMS.fee;
@@ -91,5 +92,23 @@ Deno.test("an expired reservation burns 10% of the bond and refunds 90%", () => 
   assert.equal(net.lifecycle().assignment, null);
   assert.equal(net.balance(sponsor).balance, start - FEE - 2_000_000);
   assert.equal(net.totals().burned - burned0, FEE + 2_000_000);
+  net.app.close();
+});
+
+Deno.test("bonds held by a reservation, a claim and a challenge are escrows in the conservation sums", () => {
+  const net = new Net();
+  const { claimId } = reserveAndClaim(net);
+  assert.equal(scanSums(net.app.store).escrows, BOND);
+  net.ok(
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage: 0,
+      challenge_kind: "fraud",
+      object_root: null,
+    }),
+  );
+  const s = scanSums(net.app.store);
+  assert.equal(s.escrows, BOND + DEVNET_PARAMS.challenge_bond);
+  assert.equal(s.genesis_supply + s.issued, s.balances + s.bonds + s.escrows + s.burned);
   net.app.close();
 });
