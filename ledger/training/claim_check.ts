@@ -148,8 +148,3 @@ export function neededForStage(parent: Manifest, trace: StageTrace, stage: numbe
   roots.push(stage === 0 ? trace.head_input! : trace.input, trace.gradient_out);
   return [...new Set(roots)].sort();
 }
-
-/** The value of `m` under `key` as a JSON value, or null. */
-export function entry(m: JsonObject | null, key: string): JsonValue | null {
-  return m?.[key] ?? null;
-}
