@@ -141,12 +141,22 @@ export class Referee {
     }
   }
 
-  /** The recorded verdict of a stage, or null. */
-  private verdictOf(claimId: string, stage: number): StageVerdict | null {
-    const op = this.setup.home.journal.operation(operationId(claimId, { stage }));
-    if (op?.status !== "done" || op.result === null) return null;
-    const r = decodeCanonical(op.result) as { ok: boolean; value?: StageVerdict };
-    return r.ok ? r.value! : null;
+  /**
+   * The latest recorded verdict of a stage (null when none) and the operation id of its next check. A stage
+   * is checked again only after an `unavailable` verdict whose availability challenge was answered: check
+   * `k` of a stage is the operation `id({session: claim, operation: {stage}})` for k = 0, else
+   * `{stage, retry: k}`.
+   */
+  private verdictOf(claimId: string, stage: number): { v: StageVerdict | null; next: string } {
+    let v: StageVerdict | null = null;
+    for (let k = 0;; k++) {
+      const opId = operationId(claimId, k === 0 ? { stage } : { stage, retry: k });
+      const op = this.setup.home.journal.operation(opId);
+      if (op?.status !== "done" || op.result === null) return { v, next: opId };
+      const r = decodeCanonical(op.result) as { ok: boolean; value?: StageVerdict };
+      if (!r.ok) return { v, next: opId };
+      v = r.value!;
+    }
   }
 
   /** Counts for the status line. */
@@ -155,7 +165,7 @@ export class Referee {
     let checked = 0, behind = 0;
     for (const c of claims) {
       const n = c.stages ?? 0;
-      for (let s = 0; s < n; s++) this.verdictOf(c.claim_id, s) === null ? behind++ : checked++;
+      for (let s = 0; s < n; s++) this.verdictOf(c.claim_id, s).v === null ? behind++ : checked++;
       if (c.stages === null) behind++;
     }
     const challenges = this.submitter.records().filter((s) => s.intent.startsWith("challenge:")).length;
@@ -200,9 +210,13 @@ export class Referee {
     let bad: { stage: number; v: StageVerdict } | null = null;
     let failed = 0;
     for (let stage = 0; stage < stages; stage++) {
-      let v = this.verdictOf(c.claim_id, stage);
-      if (v === null) {
-        const bytes = await this.actor.deliver("check", operationId(c.claim_id, { stage }), {
+      const latest = this.verdictOf(c.claim_id, stage);
+      let v = latest.v;
+      const live = (state as { claim?: { challenge: unknown } }).claim?.challenge ?? null;
+      const answered = v?.verdict === "unavailable" && live === null &&
+        this.submitter.record(`challenge:${c.claim_id}:${stage}:${v.root}`)?.status === "committed";
+      if (v === null || answered) {
+        const bytes = await this.actor.deliver("check", latest.next, {
           claim_id: c.claim_id,
           stage,
         });
@@ -298,7 +312,7 @@ export class Referee {
     while (!options.signal?.aborted) {
       try {
         const s = await this.runOnce();
-        const key = JSON.stringify({ ...s, height: 0, behind_blocks: 0 });
+        const key = JSON.stringify({ ...s, height: 0, scanned: 0 });
         if (key !== last || Date.now() - lastAt > (options.everyMs ?? 10_000)) {
           this.setup.emit(s);
           last = key;

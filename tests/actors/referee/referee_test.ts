@@ -87,3 +87,44 @@ Deno.test("the referee checks every stage of every honest claim, challenges noth
     await net.close();
   }
 });
+
+Deno.test("objects the referee cannot fetch get availability challenges; the sponsor answers each from its workers, and the claim settles", async () => {
+  const net = await startNetwork({ workers: 2 });
+  // The referee knows no live worker, only the genesis model (as every devnet home does).
+  const { storeModel } = await import("../../../kernels/manifest.ts");
+  const { ObjectStore } = await import("../../../core/object_store.ts");
+  await storeModel(new ObjectStore(`${net.refereeHome}/objects`), net.fixture.model, {
+    origin: { kind: "init", seed: 3 },
+    tokenizer_root: "0".repeat(64),
+  });
+  const blind = `${net.dir}/blind-workers.json`;
+  await Deno.writeTextFile(blind, JSON.stringify([{ url: "http://127.0.0.1:9", token: "00".repeat(32) }]));
+  const referee = await startTask(
+    "referee",
+    ["--home", net.refereeHome, "--rpc", net.rpc, "--workers", blind, "--poll-ms", "100"],
+    { listens: false },
+  );
+  try {
+    const chain = new ChainClient(net.rpc);
+    const run = await runSponsor(net, ["--steps", "1"]);
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /^step 0 answering availability challenge/m);
+    assert.match(run.stdout, /^step 0 settled /m);
+    const claimId = (await referee.waitFor(/^claim [0-9a-f]{64} /)).split(" ")[1]!;
+    await referee.waitFor(
+      new RegExp(`^outcome ${claimId} clean: every stage matches; the claim is settled$`),
+    );
+    const challenges = referee.lines.filter((l) => /^challenge .* availability/.test(l)).length;
+    // Each stage has two objects beyond the genesis model (its input and its incoming gradient): four
+    // challenges, one at a time, each answered before the next.
+    assert.equal(challenges, 4, referee.lines.join("\n"));
+    // Every answered availability challenge refunded the referee's bond: it paid fees only.
+    const ref = await chain.account(net.accounts.referee);
+    assert.equal(ref.balance, 50 * ATOMS_PER_NEURO - ref.nonce * DEVNET_PARAMS.fee);
+    assert.equal(ref.nonce, challenges);
+    for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 400_000);
+  } finally {
+    await referee.stop();
+    await net.close();
+  }
+});
