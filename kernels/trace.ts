@@ -22,6 +22,7 @@ import { reject, type Rejection } from "../core/errors.ts";
 import { fromHexFloat, toHexFloat } from "../core/hex_float.ts";
 import { isRoot } from "../core/hex.ts";
 import type { Manifest } from "./manifest.ts";
+import { blockIndex } from "./model.ts";
 import { clipScale } from "./stage.ts";
 
 /** One stage's committed trace. */
@@ -111,6 +112,13 @@ function traceShapeError(t: StageTrace, i: number): string | null {
   return null;
 }
 
+/** Component names in model order: `embed`, `norm`, then blocks by number; anything else last, by name. */
+function modelOrder(names: readonly string[]): string[] {
+  const rank = (n: string) =>
+    n === "embed" ? -2 : n === "norm" ? -1 : blockIndex(n) >= 0 ? blockIndex(n) : Infinity;
+  return [...names].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
 /**
  * The graph checks of PROTOCOL §10.4: trace ids, coverage and order of the partitions, the activation and
  * gradient chain, the norms and the recomputed scale, genesis lr and clip, and that the candidate manifest is
@@ -140,7 +148,9 @@ export function checkRecord(
     return fail("model_root is not the candidate's root");
   }
   const order = traces.flatMap((t) => t.partition);
-  const expected = Object.keys(parent.components);
+  // The model's order (embed, norm, blocks by number), whatever order the manifest's keys arrived in: a
+  // manifest decoded from canonical JSON lists its components by name, blocks before embed.
+  const expected = modelOrder(Object.keys(parent.components));
   if (order.join(",") !== expected.join(",")) {
     return fail(`partitions cover ${order.join(",")}, expected ${expected.join(",")} in that order`);
   }

@@ -3,16 +3,14 @@
  * content addressing, exactly one signed receipt per stage by the reserved worker of that stage, the graph
  * checks of §10.4 (`checkRecord`, no neural work) against the learning root's manifest, and the work identity.
  */
-import { canonicalBytes, isObject, type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { canonicalBytes, isObject, type JsonObject } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
 import { reject, type Rejection } from "../../core/errors.ts";
 import { fromHexFloat } from "../../core/hex_float.ts";
 import { isRoot } from "../../core/hex.ts";
 import { MAX_METADATA_BYTES } from "../../core/limits.ts";
 import type { Batch } from "../../kernels/batch.ts";
-import { configFromJson } from "../../kernels/config.ts";
 import { type Manifest, parseManifest } from "../../kernels/manifest.ts";
-import { componentNames } from "../../kernels/model.ts";
 import { checkRecord, type StageTrace, type StepRecord } from "../../kernels/trace.ts";
 import type { Assignment } from "../../workflows/training.ts";
 import { verifyReceipt, workIdentity } from "./wire.ts";
@@ -107,12 +105,7 @@ export function checkClaim(
   }
   if (record.step !== ctx.round) return bad(`step is ${record.step}, the training round is ${ctx.round}`);
   try {
-    // A manifest decoded from canonical JSON lists its components sorted by name (blocks before embed);
-    // the graph checks read the partition order from the parent's keys, so give them the model's order.
-    const config = configFromJson(ctx.parent.config as JsonValue);
-    const ordered = Object.fromEntries(componentNames(config).map((n) => [n, ctx.parent.components[n]!]));
-    const parent = { ...ctx.parent, components: ordered };
-    const v = checkRecord(record, traces as unknown as StageTrace[], parent, candidate, {
+    const v = checkRecord(record, traces as unknown as StageTrace[], ctx.parent, candidate, {
       learning_rate: fromHexFloat(ctx.learningRate),
       clip: fromHexFloat(ctx.clip),
     });

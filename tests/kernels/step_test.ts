@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type JsonValue } from "../../core/canonical.ts";
+import { canonical, decodeCanonical, type JsonValue } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
 import { batchArrays } from "../../kernels/batch.ts";
 import { headDim } from "../../kernels/config.ts";
@@ -84,6 +84,14 @@ Deno.test("step: the record passes the graph checks and chains stages", () => {
   });
   assert.deepEqual(
     checkRecord(out.record, out.traces, manifest, out.candidateManifest, { learning_rate: 0.5, clip: 1 }),
+    { ok: true },
+  );
+  // A manifest that went through canonical JSON lists its components by name (block_000 before embed);
+  // the graph checks must read the model's order, not the key order.
+  const decoded = decodeCanonical(canonical(manifest)) as unknown as Manifest;
+  assert.deepEqual(Object.keys(decoded.components).slice(0, 2), ["block_000", "block_001"]);
+  assert.deepEqual(
+    checkRecord(out.record, out.traces, decoded, out.candidateManifest, { learning_rate: 0.5, clip: 1 }),
     { ok: true },
   );
   assert.equal(out.traces[1]!.input, out.traces[0]!.output);
