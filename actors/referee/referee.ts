@@ -19,7 +19,7 @@
  */
 import { decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
-import { RetryableError } from "../../core/errors.ts";
+import { ProtocolError, RetryableError } from "../../core/errors.ts";
 import { txid } from "../../ledger/envelope.ts";
 import type { ChainClient } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
@@ -187,7 +187,18 @@ export class Referee {
     await this.scan(height);
     for (const c of this.claims()) {
       if (c.outcome !== null) continue;
-      await this.handleClaim(c);
+      try {
+        await this.handleClaim(c);
+      } catch (e) {
+        if (!(e instanceof ProtocolError)) throw e;
+        // One claim the referee cannot read or act on must not stop it watching the others.
+        this.setup.emit({
+          event: "error",
+          claim_id: c.claim_id,
+          stage: null,
+          detail: `${e.code}: ${e.message}`,
+        });
+      }
     }
     return this.status(height);
   }

@@ -122,7 +122,7 @@ export class Sponsor {
   /** Drives one attempt from its current point to an outcome. */
   private async attempt(a: Attempt): Promise<void> {
     const { chain, home } = this.setup;
-    await this.say(a, "reserve");
+    await this.say(a, this.submitter.record(`reserve:${a.n}`) === null ? "reserve" : "resume");
     const reserve = await submitSettled(
       this.submitter,
       `reserve:${a.n}`,

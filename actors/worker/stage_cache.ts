@@ -32,6 +32,9 @@ export interface Earlier {
   readonly gradientOut?: string;
 }
 
+/** How many sessions keep their stage in memory. */
+export const MAX_OPEN_STAGES = 4;
+
 /** Open stages by session. */
 export class StageCache {
   private readonly entries = new Map<string, Entry>();
@@ -61,6 +64,8 @@ export class StageCache {
       ran: [] as Position[],
     };
     this.entries.set(open.session, entry);
+    // Keep the stages of the most recent sessions only: an evicted one is rebuilt from the journal if needed.
+    while (this.entries.size > MAX_OPEN_STAGES) this.entries.delete(this.entries.keys().next().value!);
     return entry;
   }
 
