@@ -71,9 +71,16 @@ export async function taskCommand(task: string): Promise<{ flags: string[]; file
   return { flags: words.slice(2, words.indexOf(file)), file: `${ROOT}${file}` };
 }
 
-function alive(pid: number, marker: string): boolean {
+/** True when process `pid` runs and its command line contains `marker` (read with `ps`, which needs no /proc access). */
+async function alive(pid: number, marker: string): Promise<boolean> {
   try {
-    return Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes(marker);
+    const r = await new Deno.Command("ps", {
+      args: ["-p", String(pid), "-o", "args="],
+      stdout: "piped",
+      stderr: "null",
+    })
+      .output();
+    return r.code === 0 && new TextDecoder().decode(r.stdout).includes(marker);
   } catch {
     return false;
   }
@@ -105,16 +112,16 @@ export class Supervisor {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     }
     const owner = previous.supervisor;
-    if (owner && owner !== Deno.pid && alive(owner, "devnet")) {
+    if (owner && owner !== Deno.pid && await alive(owner, "devnet")) {
       throw new ProtocolError(
         "invalid_value",
         `Cannot run the devnet: another devnet (pid ${owner}) is running on ${s.dir}`,
       );
     }
     for (const c of previous.children ?? []) {
-      if (alive(c.pid, s.dir)) {
+      if (await alive(c.pid, s.dir)) {
         Deno.kill(c.pid, "SIGKILL");
-        while (alive(c.pid, s.dir)) await new Promise((r) => setTimeout(r, 20));
+        while (await alive(c.pid, s.dir)) await new Promise((r) => setTimeout(r, 20));
       }
     }
     await s.#savePids();

@@ -1,0 +1,136 @@
+/**
+ * Helpers for the devnet end-to-end tests: run `tasks/devnet.ts` as a real process (optionally SIGKILLed
+ * when a progress line matches), parse its JSON summary, compute what an honest run must end with in-process
+ * (the same kernels, batches and placement), and end any process a killed devnet left behind.
+ */
+import { devnetContents } from "../../genesis/devnet/contents.ts";
+import { devnetCapacities } from "../../genesis/devnet/scenario.ts";
+import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
+import { fromHexFloat } from "../../core/hex_float.ts";
+import { PRESETS } from "../../kernels/config.ts";
+import { initModel, type Model } from "../../kernels/model.ts";
+import type { Manifest } from "../../kernels/manifest.ts";
+import { place } from "../../kernels/placement.ts";
+import { trainStep } from "../../kernels/step.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** How a devnet run ended. */
+export interface DevnetRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string[];
+  readonly killed: boolean;
+  readonly summary: DevnetSummary | null;
+}
+
+/**
+ * Runs `deno run tasks/devnet.ts --json --dir DIR ...args` (or `deno task devnet` with `viaTask`); with
+ * `killAt`, SIGKILLs the devnet process when a progress line matches it.
+ */
+export async function runDevnet(
+  dir: string,
+  args: readonly string[],
+  options: { killAt?: RegExp; viaTask?: boolean; timeoutMs?: number } = {},
+): Promise<DevnetRun> {
+  const flags = ["--allow-read", "--allow-write", "--allow-env", "--allow-net=127.0.0.1", "--allow-run"];
+  const cmd = options.viaTask
+    ? ["task", "devnet", "--dir", dir, "--json", ...args]
+    : ["run", ...flags, "tasks/devnet.ts", "--dir", dir, "--json", ...args];
+  const child = new Deno.Command(Deno.execPath(), { args: cmd, cwd: ROOT, stdout: "piped", stderr: "piped" })
+    .spawn();
+  const stderr: string[] = [];
+  let killed = false;
+  const timer = setTimeout(() => child.kill("SIGTERM"), options.timeoutMs ?? 280_000);
+  const out = new Response(child.stdout).text();
+  let buf = "";
+  for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+    buf += chunk;
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      stderr.push(line);
+      if (!killed && options.killAt?.test(line)) {
+        killed = true;
+        child.kill("SIGKILL");
+      }
+    }
+  }
+  const status = await child.status;
+  clearTimeout(timer);
+  const stdout = await out;
+  const last = stdout.trim().split("\n").at(-1) ?? "";
+  return {
+    code: status.code,
+    stdout,
+    stderr,
+    killed,
+    summary: last.startsWith("{") ? JSON.parse(last) as DevnetSummary : null,
+  };
+}
+
+/** SIGKILLs every child listed in `DIR/pids.json` that still runs (what a killed devnet left behind). */
+export function killLeftovers(dir: string): number {
+  let pids: { children?: { pid: number }[] } = {};
+  try {
+    pids = JSON.parse(Deno.readTextFileSync(`${dir}/pids.json`));
+  } catch {
+    return 0;
+  }
+  let n = 0;
+  for (const c of pids.children ?? []) {
+    try {
+      if (Deno.readTextFileSync(`/proc/${c.pid}/cmdline`).includes(dir)) {
+        Deno.kill(c.pid, "SIGKILL");
+        n++;
+      }
+    } catch {
+      // gone
+    }
+  }
+  return n;
+}
+
+/** Live children of `dir`'s last supervisor (0 when it cleaned up). */
+export function liveChildren(dir: string): number {
+  let pids: { children?: { pid: number }[] } = {};
+  try {
+    pids = JSON.parse(Deno.readTextFileSync(`${dir}/pids.json`));
+  } catch {
+    return 0;
+  }
+  return (pids.children ?? []).filter((c) => {
+    try {
+      return Deno.readTextFileSync(`/proc/${c.pid}/cmdline`).includes(dir);
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+/** The losses of `steps` honest devnet steps and the learning root they end at, computed in-process. */
+export function honestRun(steps: number): { losses: number[]; root: string } {
+  const contents = devnetContents();
+  const partitions = place(PRESETS.devnet, devnetCapacities());
+  let model: Model = initModel(PRESETS.devnet, 0);
+  let manifest: Manifest = contents.model.manifest;
+  let root = contents.model.root;
+  const losses: number[] = [];
+  for (let s = 0; s < steps; s++) {
+    const out = trainStep({
+      model,
+      manifest,
+      batch: contents.batches[s % contents.batches.length]!,
+      partitions,
+      learningRate: fromHexFloat(contents.learningRate),
+      clip: fromHexFloat(contents.clip),
+      step: s,
+    });
+    losses.push(out.loss);
+    model = out.candidate;
+    manifest = out.candidateManifest;
+    root = out.candidateRoot;
+  }
+  return { losses, root };
+}

@@ -1,0 +1,125 @@
+import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
+import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../workflows/params.ts";
+import { DEVNET_FUNDING } from "../../genesis/devnet_builder.ts";
+import { devnetContents } from "../../genesis/devnet/contents.ts";
+import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
+import { honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
+
+const SLOW = Deno.env.get("NEURO_SLOW") !== "1";
+const P = DEVNET_PARAMS;
+const GENESIS_ROOT = devnetContents().model.root;
+
+/**
+ * What a finished scenario of `steps` honest steps, one forged step and 2 more honest steps must show: the
+ * losses of an in-process run, the forged claim rejected for its optimizer update, the exact balances of the
+ * workers, the sponsor and the referee, the reward issued, and every validator on the same app hash.
+ */
+function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): void {
+  const settled = steps + 2;
+  const honest = honestRun(settled);
+  assertEquals(s.validators_agree, true, JSON.stringify(s.app_hashes));
+  assertEquals([s.training_round, s.settled, s.learning_root, s.serving_root], [
+    settled,
+    settled,
+    honest.root,
+    GENESIS_ROOT,
+  ]);
+  const expected = [
+    ...honest.losses.slice(0, steps).map((loss) => ({ loss, status: "settled" })),
+    { loss: honest.losses[steps]!, status: "rejected" },
+    ...honest.losses.slice(steps).map((loss) => ({ loss, status: "settled" })),
+  ];
+  assertEquals(s.claims.map((c) => ({ loss: c.loss, status: c.status })), expected);
+  assertEquals(s.rejected.map((r) => r.reason), ["mismatch: optimizer update"]);
+  assertEquals(s.issued, settled * P.reward);
+  const balance = Object.fromEntries(s.balances.map((b) => [b.name, b.balance]));
+  const share = Math.floor((P.reward * (1 - P.verifier_share_bps / 10_000)) / 3);
+  const extra = (P.reward * (1 - P.verifier_share_bps / 10_000)) % 3;
+  assertEquals(
+    [balance["worker-0"], balance["worker-1"], balance["worker-2"], balance.forger],
+    [0, 1, 2].map((i) => DEVNET_FUNDING.worker + settled * (share + (i < extra ? 1 : 0))).concat([
+      DEVNET_FUNDING.worker,
+    ]),
+  );
+  // The sponsor paid a reserve and a claim per attempt and lost its whole claim bond to the slash; the
+  // referee paid its challenge, upload, seal and resolve fees and got its bond back plus half the claim bond.
+  assertEquals(balance.sponsor, DEVNET_FUNDING.sponsor - 2 * (settled + 1) * P.fee - P.claim_bond);
+  assertEquals(balance.referee, DEVNET_FUNDING.referee - referee_txs * P.fee + P.claim_bond / 2);
+  const validators = [0, 1, 2, 3].map((i) => balance[`validator-${i}`]!);
+  equal(validators.every((b) => b > 10 * ATOMS_PER_NEURO), true, String(validators));
+}
+
+Deno.test("deno task devnet --steps 3 trains 3 honest steps, gets a forged optimizer update rejected with the slash, trains 2 more and every validator agrees", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "devnet-e2e-" });
+  try {
+    const run = await runDevnet(`${tmp}/devnet`, ["--steps", "3"], { viaTask: true });
+    equal(run.code, 0, run.stderr.slice(-30).join("\n"));
+    // stage 1 holds two blocks: its two components, its input activation and its incoming gradient are
+    // uploaded (one chunk each) and sealed, then challenge and resolve: 10 referee transactions.
+    checkScenario(run.summary!, 3, 10);
+    equal(run.stderr.some((l) => /^\[forge\] step 4 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
+    equal(run.stderr.some((l) => /referee challenge .* stage 1: fraud \(optimizer update\)/.test(l)), true);
+    equal(liveChildren(`${tmp}/devnet`), 0);
+    const again = await runDevnet(`${tmp}/devnet`, []);
+    equal(again.code, 0, again.stderr.slice(-30).join("\n"));
+    assertEquals({ ...again.summary!, height: 0, app_hash: "", app_hashes: [] }, {
+      ...run.summary!,
+      height: 0,
+      app_hash: "",
+      app_hashes: [],
+    });
+  } finally {
+    killLeftovers(`${tmp}/devnet`);
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "a devnet SIGKILLed in the forged step resumes from the journals and ends in the state of an uninterrupted run",
+  async fn() {
+    const tmp = await Deno.makeTempDir({ prefix: "devnet-kill-" });
+    const dir = `${tmp}/devnet`;
+    try {
+      const first = await runDevnet(dir, ["--steps", "1"], { killAt: /^\[forge\] step 2 forward/ });
+      equal(first.killed, true, first.stderr.slice(-30).join("\n"));
+      equal(liveChildren(dir) > 0, true); // the children a SIGKILLed supervisor leaves behind ...
+      const resumed = await runDevnet(dir, ["--steps", "1"]);
+      equal(resumed.code, 0, resumed.stderr.slice(-30).join("\n"));
+      equal(liveChildren(dir), 0); // ... are ended by the next run, which leaves none itself
+      checkScenario(resumed.summary!, 1, 10);
+    } finally {
+      killLeftovers(dir);
+      await Deno.remove(tmp, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "the full devnet scenario (5 honest steps, the forge, 2 more) survives a SIGKILL in every phase",
+  ignore: SLOW,
+  async fn() {
+    const tmp = await Deno.makeTempDir({ prefix: "devnet-slow-" });
+    const dir = `${tmp}/devnet`;
+    try {
+      for (
+        const at of [
+          /^\[honest\] step 3 claim/,
+          /^\[forge\] step 6 update/,
+          /referee challenge/,
+          /^\[after\] step 7 open/,
+        ]
+      ) {
+        const r = await runDevnet(dir, [], { killAt: at });
+        equal(r.killed, true, `${at}: ${r.stderr.slice(-30).join("\n")}`);
+      }
+      const last = await runDevnet(dir, []);
+      equal(last.code, 0, last.stderr.slice(-30).join("\n"));
+      checkScenario(last.summary!, 5, 10);
+      equal(liveChildren(dir), 0);
+    } finally {
+      killLeftovers(dir);
+      await Deno.remove(tmp, { recursive: true });
+    }
+  },
+});
