@@ -115,6 +115,9 @@ export async function runPipeline(input: PipelineInput): Promise<PipelineOutput>
   const sessions: string[] = [];
   phase("open");
   for (let i = 0; i < S; i++) {
+    await ensureComponents(workers[i]!, pool, partitions[i]!.map((n) => parent.components[n]!));
+  }
+  for (let i = 0; i < S; i++) {
     const open = {
       chain_id: input.chainId,
       assignment: input.assignment,
@@ -125,7 +128,6 @@ export async function runPipeline(input: PipelineInput): Promise<PipelineOutput>
       batch: batch as unknown as JsonValue,
       learning_rate: input.learningRate,
     };
-    await ensureComponents(workers[i]!, pool, partitions[i]!.map((n) => parent.components[n]!));
     sessions[i] = id(open);
     await op(workers[i]!, sessions[i]!, step, "open", open);
   }
