@@ -57,6 +57,9 @@ const FINAL = new Set(["settled", "rejected", "expired"]);
 
 /** A sponsor over one home. */
 export class Sponsor {
+  /** The height when the last attempt failed (the next one waits for a later block). */
+  private failedAt = -2;
+
   private constructor(
     readonly setup: SponsorSetup,
     readonly budget: Budget,
@@ -104,7 +107,10 @@ export class Sponsor {
   private async chargeWhenFree(): Promise<Attempt> {
     for (;;) {
       const lc = await this.setup.chain.lifecycle().catch(() => null);
-      if (lc !== null && lc.assignment === null && lc.claim === null && lc.learning_root !== null) {
+      const free = lc !== null && lc.assignment === null && lc.claim === null && lc.learning_root !== null;
+      // After a failed attempt, the ledger counts as free only once a later block is committed: a reserve
+      // refused as busy was beaten by one still in the mempool, which the committed state shows a block later.
+      if (free && lc.learning_root !== null && lc.height > this.failedAt + 1) {
         const parent = await this.setup.chain.manifest(lc.learning_root);
         const partitions = place(configFromJson(parent.config), this.setup.entries.map((e) => e.capacity));
         const workers = [...this.accounts.keys()].slice(0, partitions.length);
@@ -115,6 +121,7 @@ export class Sponsor {
   }
 
   private async fail(a: Attempt, reason: string): Promise<void> {
+    this.failedAt = (await this.setup.chain.status().catch(() => ({ height: this.failedAt }))).height;
     await this.budget.finish(a.n, { outcome: "failed", claim_id: null, loss: null, reason });
     await this.say(a, `failed: ${reason}`);
   }

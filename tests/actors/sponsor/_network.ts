@@ -27,8 +27,10 @@ export interface Network {
   readonly workers: TaskProcess[];
   readonly workersFile: string;
   readonly sponsorHome: string;
+  /** Homes of the extra sponsors. */
+  readonly extraSponsorHomes: string[];
   readonly refereeHome: string;
-  readonly accounts: { sponsor: string; referee: string; workers: string[] };
+  readonly accounts: { sponsor: string; referee: string; workers: string[]; extraSponsors: string[] };
   /** Restarts worker `i` (after a crash), with the same home and port. */
   restartWorker(i: number, env?: Record<string, string>): Promise<void>;
   close(): Promise<void>;
@@ -47,6 +49,8 @@ export async function startNetwork(
     workers?: number;
     forge?: (string | null)[];
     intervalMs?: number;
+    /** Extra funded sponsor homes (`sponsor-1`, ...), for tests where sponsors compete. */
+    extraSponsors?: number;
     /** Environment of each worker's first process (e.g. `NEURO_CRASH_AT`). */
     workerEnv?: (Record<string, string> | undefined)[];
   } = {},
@@ -59,6 +63,13 @@ export async function startNetwork(
   for (const h of [...workerHomes, sponsorHome, refereeHome]) {
     const home = await openHome(h);
     ids.push(home.key.accountId);
+    home.journal.close();
+  }
+  const extraHomes = Array.from({ length: options.extraSponsors ?? 0 }, (_, i) => `${dir}/sponsor-${i + 1}`);
+  const extraIds: string[] = [];
+  for (const h of extraHomes) {
+    const home = await openHome(h);
+    extraIds.push(home.key.accountId);
     home.journal.close();
   }
   const fixture = await tinyFixture(workerHomes.map((h) => `${h}/objects`));
@@ -76,6 +87,7 @@ export async function startNetwork(
     accounts: [
       { id: ids[n]!, balance: 200 * ATOMS_PER_NEURO },
       { id: ids[n + 1]!, balance: 50 * ATOMS_PER_NEURO },
+      ...extraIds.map((id) => ({ id, balance: 200 * ATOMS_PER_NEURO })),
     ],
   });
   const validator = await startProc(homes[0]!, genesisPath);
@@ -101,8 +113,9 @@ export async function startNetwork(
     workers,
     workersFile,
     sponsorHome,
+    extraSponsorHomes: extraHomes,
     refereeHome,
-    accounts: { sponsor: ids[n]!, referee: ids[n + 1]!, workers: ids.slice(0, n) },
+    accounts: { sponsor: ids[n]!, referee: ids[n + 1]!, workers: ids.slice(0, n), extraSponsors: extraIds },
     async restartWorker(i, env = {}) {
       const port = new URL(workers[i]!.url).port;
       const forge = options.forge?.[i];
@@ -125,6 +138,7 @@ export async function runSponsor(
   net: Network,
   args: string[],
   env: Record<string, string> = {},
+  home: string = net.sponsorHome,
 ): Promise<{ code: number; signal: Deno.Signal | null; stdout: string; stderr: string }> {
   const root = new URL("../../../", import.meta.url).pathname;
   const out = await new Deno.Command(Deno.execPath(), {
@@ -133,7 +147,7 @@ export async function runSponsor(
       "--allow-all",
       `${root}tasks/sponsor.ts`,
       "--home",
-      net.sponsorHome,
+      home,
       "--rpc",
       net.rpc,
       "--workers",

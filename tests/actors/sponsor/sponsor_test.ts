@@ -4,6 +4,7 @@ import { trainStep } from "../../../kernels/step.ts";
 import { place } from "../../../kernels/placement.ts";
 import { BATCHES, capacities, runSponsor, startNetwork } from "./_network.ts";
 import { TINY } from "../worker/_fixture.ts";
+import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
 
 Deno.test("a sponsor with two workers settles two steps on a real validator; each is paid once, to the reserved workers", async () => {
   const net = await startNetwork({ workers: 2 });
@@ -46,6 +47,35 @@ Deno.test("a sponsor with two workers settles two steps on a real validator; eac
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /^done 2 settled, 2\/6 attempts$/m);
     assert.equal((await chain.lifecycle()).training_round, 2);
+  } finally {
+    await net.close();
+  }
+});
+
+Deno.test("two sponsors started together take turns on the ledger: each settles its step, no step is paid twice", async () => {
+  const net = await startNetwork({ workers: 2, extraSponsors: 1 });
+  try {
+    const chain = new ChainClient(net.rpc);
+    const [a, b] = await Promise.all([
+      runSponsor(net, ["--steps", "1"]),
+      runSponsor(net, ["--steps", "1"], {}, net.extraSponsorHomes[0]!),
+    ]);
+    assert.equal(a.code, 0, a.stdout + a.stderr);
+    assert.equal(b.code, 0, b.stdout + b.stderr);
+    for (const r of [a, b]) assert.match(r.stdout, /^done 1 settled, [12]\/4 attempts$/m);
+    const lc = await chain.lifecycle();
+    assert.equal(lc.training_round, 2);
+    for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 2 * 400_000);
+    // A sponsor that lost the race to reserve spent an attempt (a rejected reserve) but no bond.
+    for (const [id, r] of [[net.accounts.sponsor, a], [net.accounts.extraSponsors[0]!, b]] as const) {
+      const acct = await chain.account(id);
+      const attempts = Number(/done 1 settled, (\d)\//.exec(r.stdout)![1]);
+      assert.equal(acct.balance, 200 * ATOMS_PER_NEURO - acct.nonce * DEVNET_PARAMS.fee);
+      assert.ok(
+        acct.nonce >= 2 && acct.nonce <= attempts * 2,
+        `nonce ${acct.nonce} for ${attempts} attempts`,
+      );
+    }
   } finally {
     await net.close();
   }
