@@ -72,7 +72,18 @@ export class Sponsor {
     const budget = await Budget.open(`${setup.home.paths.dir}/budget.json`, setup.budget);
     const submitter = new Submitter(setup.home.journal, setup.chain.http, { confirmMs: 30_000, pollMs: 200 });
     const accounts = new Map<string, WorkerClient>();
-    for (const w of setup.workers) accounts.set((await w.status()).account, w);
+    for (const w of setup.workers) {
+      // A worker still starting (or restarting) is waited for, up to a minute.
+      for (let tries = 0;; tries++) {
+        try {
+          accounts.set((await w.status()).account, w);
+          break;
+        } catch (e) {
+          if (!(e instanceof RetryableError) || tries >= 200) throw e;
+          await new Promise((r) => setTimeout(r, 300));
+        }
+      }
+    }
     return new Sponsor(setup, budget, submitter, accounts);
   }
 
