@@ -5,7 +5,7 @@
  * - one devnet step (the devnet genesis contents: 4 × 64 tokens, 3 stages as the devnet places them), its wall
  *   time split into compute (the three stages' forward, head, backward and update), ledger (applying and
  *   committing the reserve, claim and settlement blocks) and waiting (the blocks the protocol makes a step
- *   wait, `challenge_blocks + 3`, at the devnet's 500 ms block interval);
+ *   wait, `challenge_blocks + 3`, at the devnet's 1 s block interval);
  * - a dispute over one devnet stage and over one SmolLM2-shaped stage (10 blocks of 576/1,536/9/3, synthetic
  *   weights, 4 × 64 tokens), both forged in the optimizer update: the bytes and upload transactions the
  *   challenger publishes, the blocks they fill (8 MiB each), the time to apply them, and the time of the
@@ -35,7 +35,7 @@ import { devnetCapacities } from "../genesis/devnet/scenario.ts";
 import { attest, CHAIN, cons, owners, T0 } from "../tests/ledger/_fixture.ts";
 import { computeStep, metadataFor } from "../tests/ledger/training/_pipeline.ts";
 
-const INTERVAL_MS = 500; // the devnet block interval
+const INTERVAL_MS = 1_000; // the devnet block interval
 const MAX_BLOCK = 8 * 1024 * 1024;
 const sponsor = keyFromSeed("5a".repeat(32));
 const challenger = keyFromSeed("6c".repeat(32));
@@ -307,7 +307,7 @@ globalThis.addEventListener("unload", () => {
     );
   }
   console.log(
-    "\ndispute                  | bytes uploaded | upload txs | blocks | publish (apply; at 0.5 s/block) | resolve",
+    "\ndispute                  | bytes uploaded | upload txs | blocks | publish (apply; at 1 s/block)   | resolve",
   );
   console.log(
     "-------------------------|----------------|------------|--------|---------------------------------|--------",

@@ -36,7 +36,10 @@ export interface DevnetBuildOptions {
   readonly dir: string;
   readonly validators?: number;
   readonly workers?: number;
-  /** Proposer block interval in ms (default 500: a step settles in a few seconds). */
+  /**
+   * Proposer block interval in ms (default 1,000: a step settles in about 10 s, and the challenge window of
+   * 6 blocks leaves the referee seconds to replay a claim even on a loaded machine).
+   */
   readonly blockIntervalMs?: number;
 }
 
@@ -156,7 +159,7 @@ export async function ensureDevnet(
     out: staging,
     validators: options.validators ?? 4,
     time: DEVNET_GENESIS_TIME,
-    blockIntervalMs: options.blockIntervalMs ?? 500,
+    blockIntervalMs: options.blockIntervalMs ?? 1_000,
     accounts,
     ...trainingFields(contents),
   });

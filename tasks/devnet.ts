@@ -54,14 +54,14 @@ async function main(): Promise<void> {
   let signalled: Deno.Signal | null = null;
   const onSignal = (s: Deno.Signal) => () => {
     signalled = s;
-    abort.abort();
+    abort.abort(new Error(`stopped by ${s}`));
   };
   const onInt = onSignal("SIGINT"), onTerm = onSignal("SIGTERM");
   Deno.addSignalListener("SIGINT", onInt);
   Deno.addSignalListener("SIGTERM", onTerm);
   sup.onUnexpectedExit((child, code) => {
     say(`${child.name} exited with ${code}; its last lines:\n${child.tail.slice(-15).join("\n")}`);
-    abort.abort();
+    abort.abort(new Error(`${child.name} exited with ${code} (log ${sup.logs}/${child.name}.log)`));
   });
   say(`logs in ${sup.logs}/`);
   let failure: unknown = null;

@@ -44,7 +44,9 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 function aborted(signal: AbortSignal): void {
-  if (signal.aborted) throw new Error("Cannot finish the devnet scenario: interrupted");
+  if (!signal.aborted) return;
+  const why = signal.reason instanceof Error ? signal.reason.message : "interrupted";
+  throw new Error(`Cannot finish the devnet scenario: ${why}`);
 }
 
 async function writeWorkers(path: string, homes: readonly string[], urls: readonly string[]): Promise<void> {
@@ -55,6 +57,14 @@ async function writeWorkers(path: string, homes: readonly string[], urls: readon
     capacity: caps[i] ?? caps[2]!,
   }));
   await Deno.writeTextFile(path, JSON.stringify(entries, null, 2) + "\n");
+}
+
+function decimal(hex: string): string {
+  try {
+    return fromHexFloat(hex).toFixed(4);
+  } catch {
+    return hex;
+  }
 }
 
 /** Formats a sponsor or referee JSON line as a progress line; null for lines not worth showing. */
@@ -68,7 +78,7 @@ export function progressLine(role: string, line: string, scenario: Scenario): st
     return line.startsWith("error") ? `${role}: ${line}` : null;
   }
   if (role === "sponsor" && e.event === "step") {
-    const loss = typeof e.loss === "string" ? ` loss=${fromHexFloat(e.loss).toFixed(4)}` : "";
+    const loss = typeof e.loss === "string" ? ` loss=${decimal(e.loss)}` : "";
     const step = typeof e.step === "number" && e.step >= 0 ? `step ${e.step + 1}` : "step ?";
     return `[${scenario.phase}] ${step} ${e.phase} height=${e.height}${loss}`;
   }

@@ -29,7 +29,7 @@ Deno.test("the devnet build writes a training genesis, funded 0600 keys for ever
     assertEquals([g.genesis_time, g.params, g.consensus.block_interval_ms], [
       DEVNET_GENESIS_TIME,
       DEVNET_PARAMS,
-      500,
+      1_000,
     ]);
     assertEquals(g.training!.root, contents.model.root);
     assertEquals([g.training!.learning_rate, g.training!.clip], [contents.learningRate, contents.clip]);
