@@ -4,7 +4,7 @@
  * worker`, optionally forging), and homes for a sponsor and a referee (funded in genesis). Everything is
  * removed by `close`.
  */
-import type { JsonValue } from "../../../core/canonical.ts";
+import { canonical, type JsonValue, parseJson } from "../../../core/canonical.ts";
 import { toHexFloat } from "../../../core/hex_float.ts";
 import { openHome } from "../../../actors/common/home.ts";
 import { writeDevnetGenesis } from "../../../genesis/ledger_devnet.ts";
@@ -49,6 +49,8 @@ export async function startNetwork(
     workers?: number;
     forge?: (string | null)[];
     intervalMs?: number;
+    /** Blocks of the challenge window (default 12). */
+    challengeBlocks?: number;
     /** Extra funded sponsor homes (`sponsor-1`, ...), for tests where sponsors compete. */
     extraSponsors?: number;
     /** Environment of each worker's first process (e.g. `NEURO_CRASH_AT`). */
@@ -90,6 +92,14 @@ export async function startNetwork(
       ...extraIds.map((id) => ({ id, balance: 200 * ATOMS_PER_NEURO })),
     ],
   });
+  // A wider challenge window than the devnet's 6 blocks, so a referee on a loaded machine still makes it.
+  const genesis = parseJson(await Deno.readTextFile(genesisPath)) as { params: Record<string, number> };
+  genesis.params.challenge_blocks = options.challengeBlocks ?? 12;
+  genesis.params.min_inference_blocks = Math.max(
+    genesis.params.min_inference_blocks!,
+    genesis.params.challenge_blocks + 1,
+  );
+  await Deno.writeTextFile(genesisPath, canonical(genesis as unknown as JsonValue) + "\n");
   const validator = await startProc(homes[0]!, genesisPath);
   const workers: TaskProcess[] = [];
   const caps = capacities(n);
