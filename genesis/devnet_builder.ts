@@ -93,9 +93,9 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-/** The layout of the devnet at `dir` (which must be built); reads every key to name its account. */
+/** The layout (absolute paths) of the devnet at `dir`, which must be built; reads every key to name its account. */
 export async function readDevnet(dir: string): Promise<DevnetLayout> {
-  const d = dir.replace(/\/+$/, "");
+  const d = await Deno.realPath(dir); // absolute, so paths in files written for the actors hold from anywhere
   const genesisPath = `${d}/genesis.json`;
   const genesis = parseJson(await Deno.readTextFile(genesisPath));
   const accounts: Record<string, string> = {};
