@@ -18,17 +18,16 @@
  * ```
  */
 import { decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
-import { id } from "../../core/digest.ts";
 import { ProtocolError, RetryableError } from "../../core/errors.ts";
-import { txid } from "../../ledger/envelope.ts";
 import type { ChainClient } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
-import { type ChallengeView, publishNeeded, submitSettled } from "../common/publish.ts";
 import type { WorkerClient } from "../common/worker_client.ts";
 import { defineActor, DurableActor } from "../runtime/durable.ts";
 import { operationId } from "../runtime/journal.ts";
 import { Submitter } from "../runtime/submit.ts";
-import { type CheckSources, checkStage, claimRecord, fetchObject, type StageVerdict } from "./check.ts";
+import { type CheckSources, checkStage, claimRecord, type StageVerdict } from "./check.ts";
+import { ClaimLog, type ClaimRow, claimsOfBlock } from "./claim_log.ts";
+import { dispute } from "./dispute.ts";
 
 /** The referee's progress. */
 export interface RefereeStatus extends JsonObject {
@@ -60,15 +59,7 @@ export interface RefereeSetup {
   readonly emit: (e: RefereeEvent | RefereeStatus) => void;
 }
 
-const TABLES = `
-CREATE TABLE IF NOT EXISTS referee_scan(key TEXT PRIMARY KEY, height INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS referee_claims(
-  claim_id TEXT PRIMARY KEY, height INTEGER NOT NULL, stages INTEGER, outcome TEXT, detail TEXT);
-`;
-
 const LIVE = new Set(["claimed", "challenged", "uploading", "resolving"]);
-
-type ClaimRow = { claim_id: string; height: number; stages: number | null; outcome: string | null };
 
 /** A referee over one home. */
 export class Referee {
@@ -76,11 +67,11 @@ export class Referee {
     readonly setup: RefereeSetup,
     readonly actor: DurableActor,
     readonly submitter: Submitter,
+    readonly log: ClaimLog,
   ) {}
 
   /** Opens the journal (re-running any check begun before a crash). */
   static async open(setup: RefereeSetup): Promise<Referee> {
-    setup.home.journal.db.exec(TABLES);
     const src: CheckSources = { chain: setup.chain, store: setup.home.store, workers: setup.workers };
     const def = defineActor({
       name: "referee",
@@ -94,47 +85,23 @@ export class Referee {
     });
     const actor = await DurableActor.open(setup.home.journal, def);
     const submitter = new Submitter(setup.home.journal, setup.chain.http, { confirmMs: 30_000, pollMs: 200 });
-    return new Referee(setup, actor, submitter);
-  }
-
-  private get db() {
-    return this.setup.home.journal.db;
+    return new Referee(setup, actor, submitter, new ClaimLog(setup.home.journal));
   }
 
   /** The last scanned height. */
   scanned(): number {
-    const row = this.db.prepare("SELECT height FROM referee_scan WHERE key = 'scan'").get() as
-      | { height: number }
-      | undefined;
-    return row?.height ?? 0;
+    return this.log.scanned();
   }
 
-  /** Every claim seen, with its outcome (null while being worked on). */
-  claims(): ClaimRow[] {
-    return this.db.prepare(
-      "SELECT claim_id, height, stages, outcome FROM referee_claims ORDER BY height, claim_id",
-    )
-      .all() as ClaimRow[];
-  }
-
-  /** Scans new blocks for claims (the rows and the new height are written together). */
+  /** Scans new blocks for claims. */
   private async scan(height: number): Promise<void> {
-    for (let h = this.scanned() + 1; h <= height; h++) {
+    for (let h = this.log.scanned() + 1; h <= height; h++) {
       const answer = await this.setup.chain.block(h) as {
         block: { txs: JsonValue[] };
         results: { ok: boolean }[];
       };
-      const found: string[] = [];
-      answer.block.txs.forEach((tx, i) => {
-        const env = tx as { body: { kind: string }; public_key: string };
-        if (env.body?.kind === "claim" && answer.results[i]?.ok === true) found.push(txid(env as never));
-      });
-      this.setup.home.journal.transaction(() => {
-        for (const c of found) {
-          this.db.prepare("INSERT OR IGNORE INTO referee_claims(claim_id, height) VALUES (?, ?)").run(c, h);
-        }
-        this.db.prepare("INSERT OR REPLACE INTO referee_scan(key, height) VALUES ('scan', ?)").run(h);
-      });
+      const found = claimsOfBlock(answer);
+      this.log.recordBlock(h, found);
       for (const c of found) {
         this.setup.emit({ event: "claim", claim_id: c, stage: null, detail: `at height ${h}` });
       }
@@ -161,7 +128,7 @@ export class Referee {
 
   /** Counts for the status line. */
   status(height: number): RefereeStatus {
-    const claims = this.claims();
+    const claims = this.log.claims();
     let checked = 0, behind = 0;
     for (const c of claims) {
       const n = c.stages ?? 0;
@@ -185,7 +152,7 @@ export class Referee {
   async runOnce(): Promise<RefereeStatus> {
     const { height } = await this.setup.chain.status();
     await this.scan(height);
-    for (const c of this.claims()) {
+    for (const c of this.log.claims()) {
       if (c.outcome !== null) continue;
       try {
         await this.handleClaim(c);
@@ -204,11 +171,7 @@ export class Referee {
   }
 
   private finish(claimId: string, outcome: string, detail: string): void {
-    this.db.prepare("UPDATE referee_claims SET outcome = ?, detail = ? WHERE claim_id = ?").run(
-      outcome,
-      detail,
-      claimId,
-    );
+    this.log.finish(claimId, outcome, detail);
     this.setup.emit({ event: "outcome", claim_id: claimId, stage: null, detail: `${outcome}: ${detail}` });
   }
 
@@ -216,7 +179,7 @@ export class Referee {
     const { record, state } = await claimRecord(this.setup.chain, c.claim_id);
     const stages = record.traces.length;
     if (c.stages === null) {
-      this.db.prepare("UPDATE referee_claims SET stages = ? WHERE claim_id = ?").run(stages, c.claim_id);
+      this.log.setStages(c.claim_id, stages);
     }
     let bad: { stage: number; v: StageVerdict } | null = null;
     let failed = 0;
@@ -261,59 +224,7 @@ export class Referee {
         `${status} ${reason}`.trim(),
       );
     }
-    await this.dispute(c.claim_id, bad.stage, bad.v, state);
-  }
-
-  /** Challenges stage `stage`, publishes what it needs and resolves (fraud); or challenges availability. */
-  private async dispute(claimId: string, stage: number, v: StageVerdict, state: JsonObject): Promise<void> {
-    const { chain, home } = this.setup;
-    const me = home.key.accountId;
-    const live = (state as { claim?: { challenge: ChallengeView | null } }).claim?.challenge ?? null;
-    const fraud = v.verdict === "mismatch";
-    const intent = `challenge:${claimId}:${stage}:${fraud ? "fraud" : v.root}`;
-    if (live === null && this.submitter.record(intent)?.status !== "committed") {
-      if (this.submitter.record(intent)?.status === "rejected") return;
-      const s = await submitSettled(this.submitter, intent, () =>
-        chain.sign(home.key, "challenge", {
-          claim_id: claimId,
-          stage,
-          challenge_kind: fraud ? "fraud" : "availability",
-          object_root: fraud ? null : v.root,
-        }));
-      this.setup.emit({
-        event: "challenge",
-        claim_id: claimId,
-        stage,
-        detail: s.status === "committed"
-          ? `${fraud ? "fraud" : "availability"} (${v.what ?? v.root})`
-          : `refused: ${s.code} ${s.message}`,
-      });
-      return;
-    }
-    if (live === null || live.owner !== me || !fraud) return; // someone else's challenge, or waiting on the publisher
-    if (live.needed.some((r) => !live.sealed.includes(r))) {
-      await publishNeeded({
-        chain,
-        submitter: this.submitter,
-        key: home.key,
-        claimId,
-        challenge: live,
-        fetch: (root) => fetchObject({ chain, store: home.store, workers: this.setup.workers }, root),
-        onTx: (what) => this.setup.emit({ event: "publish", claim_id: claimId, stage, detail: what }),
-      });
-      return;
-    }
-    const s = await submitSettled(
-      this.submitter,
-      id({ tx: "resolve", claim: claimId, stage, owner: live.owner }),
-      () => chain.sign(home.key, "resolve", { claim_id: claimId }),
-    );
-    this.setup.emit({
-      event: "resolve",
-      claim_id: claimId,
-      stage,
-      detail: s.status === "committed" ? "committed" : `refused: ${s.code} ${s.message}`,
-    });
+    await dispute(this.setup, this.submitter, c.claim_id, bad.stage, bad.v, state);
   }
 
   /** Runs passes forever, emitting the status after each pass that changed it (and every `everyMs`). */

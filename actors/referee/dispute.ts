@@ -1,0 +1,78 @@
+/**
+ * The referee's dispute of one stage (PROTOCOL §5): challenge the claim (fraud on a mismatch, availability
+ * for an object nobody serves) when no challenge is live; once its own fraud challenge is live, upload and
+ * seal every needed object in 1 MiB chunks; once everything is sealed, `resolve`. Each call does the next
+ * thing only, so the referee's pass loop drives a dispute one transaction batch at a time and a restarted
+ * referee continues from the chain's state and its journaled submissions.
+ *
+ * @example
+ * ```ts
+ * import { dispute } from "./dispute.ts";
+ * // await dispute(setup, submitter, claimId, 1, { verdict: "mismatch", what: "optimizer update", root: null, message: "" }, state);
+ * ```
+ */
+import type { JsonObject } from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
+import { type ChallengeView, publishNeeded, submitSettled } from "../common/publish.ts";
+import type { Submitter } from "../runtime/submit.ts";
+import { fetchObject, type StageVerdict } from "./check.ts";
+import type { RefereeSetup } from "./referee.ts";
+
+/** Challenges stage `stage`, publishes what it needs and resolves (fraud); or challenges availability. */
+export async function dispute(
+  setup: RefereeSetup,
+  submitter: Submitter,
+  claimId: string,
+  stage: number,
+  v: StageVerdict,
+  state: JsonObject,
+): Promise<void> {
+  const { chain, home } = setup;
+  const me = home.key.accountId;
+  const live = (state as { claim?: { challenge: ChallengeView | null } }).claim?.challenge ?? null;
+  const fraud = v.verdict === "mismatch";
+  const intent = `challenge:${claimId}:${stage}:${fraud ? "fraud" : v.root}`;
+  if (live === null && submitter.record(intent)?.status !== "committed") {
+    if (submitter.record(intent)?.status === "rejected") return;
+    const s = await submitSettled(submitter, intent, () =>
+      chain.sign(home.key, "challenge", {
+        claim_id: claimId,
+        stage,
+        challenge_kind: fraud ? "fraud" : "availability",
+        object_root: fraud ? null : v.root,
+      }));
+    setup.emit({
+      event: "challenge",
+      claim_id: claimId,
+      stage,
+      detail: s.status === "committed"
+        ? `${fraud ? "fraud" : "availability"} (${v.what ?? v.root})`
+        : `refused: ${s.code} ${s.message}`,
+    });
+    return;
+  }
+  if (live === null || live.owner !== me || !fraud) return; // someone else's challenge, or waiting on the publisher
+  if (live.needed.some((r) => !live.sealed.includes(r))) {
+    await publishNeeded({
+      chain,
+      submitter: submitter,
+      key: home.key,
+      claimId,
+      challenge: live,
+      fetch: (root) => fetchObject({ chain, store: home.store, workers: setup.workers }, root),
+      onTx: (what) => setup.emit({ event: "publish", claim_id: claimId, stage, detail: what }),
+    });
+    return;
+  }
+  const s = await submitSettled(
+    submitter,
+    id({ tx: "resolve", claim: claimId, stage, owner: live.owner }),
+    () => chain.sign(home.key, "resolve", { claim_id: claimId }),
+  );
+  setup.emit({
+    event: "resolve",
+    claim_id: claimId,
+    stage,
+    detail: s.status === "committed" ? "committed" : `refused: ${s.code} ${s.message}`,
+  });
+}
