@@ -79,6 +79,7 @@ async function main(): Promise<void> {
     failure = e;
   } finally {
     await sup.stopAll();
+    await sup.close();
     Deno.removeSignalListener("SIGINT", onInt);
     Deno.removeSignalListener("SIGTERM", onTerm);
   }

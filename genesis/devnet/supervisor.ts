@@ -2,9 +2,10 @@
  * The devnet's process supervisor: starts each role as its own `deno run` process with the permissions its
  * `deno.json` task names, appends everything it prints to `<logs>/<name>.log`, knows a process is ready when
  * it prints `listening [on] http://127.0.0.1:<port>`, and stops children with SIGTERM (SIGKILL after a grace).
- * The pid of every child and of the supervisor itself is kept in `<dir>/pids.json`, so that a devnet started
- * again after its supervisor was SIGKILLed ends the children that run left behind (checked by their command
- * line naming the devnet directory, never by name alone) before it starts new ones.
+ * The pid of every child and of the supervisor itself is kept in `<dir>/pids.json`. A watchdog process
+ * (`watchdog.ts`) holds a pipe from the supervisor and, when the supervisor dies (even by SIGKILL), ends the
+ * children listed there; and a devnet started again ends any child a previous run still left behind (checked
+ * by their command line naming the devnet directory, never by name alone) before it starts new ones.
  *
  * @example
  * ```ts
@@ -72,7 +73,7 @@ export async function taskCommand(task: string): Promise<{ flags: string[]; file
 }
 
 /** True when process `pid` runs and its command line contains `marker` (read with `ps`, which needs no /proc access). */
-async function alive(pid: number, marker: string): Promise<boolean> {
+export async function alive(pid: number, marker: string): Promise<boolean> {
   try {
     const r = await new Deno.Command("ps", {
       args: ["-p", String(pid), "-o", "args="],
@@ -91,6 +92,7 @@ export class Supervisor {
   readonly dir: string;
   readonly logs: string;
   readonly #children = new Map<string, Child>();
+  #watchdog: { process: Deno.ChildProcess; writer: WritableStreamDefaultWriter<Uint8Array> } | null = null;
   #exitHandler: (child: Child, code: number) => void = () => {};
 
   private constructor(dir: string) {
@@ -125,7 +127,30 @@ export class Supervisor {
       }
     }
     await s.#savePids();
+    const watchdog = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-read",
+        "--allow-run",
+        `${ROOT}genesis/devnet/watchdog.ts`,
+        String(Deno.pid),
+        s.dir,
+      ],
+      stdin: "piped",
+      stdout: "null",
+      stderr: "inherit",
+    }).spawn();
+    s.#watchdog = { process: watchdog, writer: watchdog.stdin.getWriter() };
     return s;
+  }
+
+  /** Ends the watchdog (after `stopAll`, it has nothing left to end). */
+  async close(): Promise<void> {
+    const w = this.#watchdog;
+    this.#watchdog = null;
+    if (!w) return;
+    await w.writer.close().catch(() => {});
+    await w.process.status;
   }
 
   /** Called when a child exits without being asked to stop. */

@@ -27,6 +27,7 @@ Deno.test("the supervisor starts a child, knows its URL from its listening line,
     match(await Deno.readTextFile(`${dir}/logs/worker-0.log`), /^account [0-9a-f]{66}\nlistening http/);
   } finally {
     await sup.stopAll();
+    await sup.close();
     await Deno.remove(dir, { recursive: true });
   }
 });
@@ -45,6 +46,7 @@ Deno.test("a child that exits before listening fails its start with its last lin
     assertEquals(sup.names(), []);
   } finally {
     await sup.stopAll();
+    await sup.close();
     await Deno.remove(dir, { recursive: true });
   }
 });
@@ -59,7 +61,8 @@ Deno.test("opening a devnet whose supervisor died SIGKILLs the children it left;
     const deadPid = dead.pid;
     await dead.status;
     Deno.writeTextFileSync(`${dir}/pids.json`, JSON.stringify({ ...pids(dir), supervisor: deadPid }));
-    await Supervisor.open(dir);
+    const second = await Supervisor.open(dir);
+    await second.close();
     const status = await w.process.status;
     assertEquals([status.success, status.signal], [false, "SIGKILL"]);
     Deno.writeTextFileSync(`${dir}/pids.json`, JSON.stringify({ supervisor: holder.pid, children: [] }));
@@ -68,6 +71,7 @@ Deno.test("opening a devnet whose supervisor died SIGKILLs the children it left;
     holder.kill("SIGKILL");
     await holder.status;
     await first.stopAll();
+    await first.close();
     await Deno.remove(dir, { recursive: true });
   }
 });
