@@ -5,6 +5,7 @@
  */
 import { devnetContents } from "../../genesis/devnet/contents.ts";
 import { devnetCapacities } from "../../genesis/devnet/scenario.ts";
+import { alive } from "../../genesis/devnet/supervisor.ts";
 import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
 import { fromHexFloat } from "../../core/hex_float.ts";
 import { PRESETS } from "../../kernels/config.ts";
@@ -70,43 +71,35 @@ export async function runDevnet(
   };
 }
 
-/** SIGKILLs every child listed in `DIR/pids.json` that still runs (what a killed devnet left behind). */
-export function killLeftovers(dir: string): number {
-  let pids: { children?: { pid: number }[] } = {};
+function listed(dir: string): { pid: number }[] {
   try {
-    pids = JSON.parse(Deno.readTextFileSync(`${dir}/pids.json`));
+    return (JSON.parse(Deno.readTextFileSync(`${dir}/pids.json`)) as { children?: { pid: number }[] })
+      .children ?? [];
   } catch {
-    return 0;
+    return [];
   }
+}
+
+/** SIGKILLs every child listed in `DIR/pids.json` that still runs (cleanup after a failed test). */
+export async function killLeftovers(dir: string): Promise<number> {
   let n = 0;
-  for (const c of pids.children ?? []) {
+  for (const c of listed(dir)) {
+    if (!(await alive(c.pid, dir))) continue;
     try {
-      if (Deno.readTextFileSync(`/proc/${c.pid}/cmdline`).includes(dir)) {
-        Deno.kill(c.pid, "SIGKILL");
-        n++;
-      }
+      Deno.kill(c.pid, "SIGKILL");
+      n++;
     } catch {
-      // gone
+      // gone meanwhile
     }
   }
   return n;
 }
 
-/** Live children of `dir`'s last supervisor (0 when it cleaned up). */
-export function liveChildren(dir: string): number {
-  let pids: { children?: { pid: number }[] } = {};
-  try {
-    pids = JSON.parse(Deno.readTextFileSync(`${dir}/pids.json`));
-  } catch {
-    return 0;
-  }
-  return (pids.children ?? []).filter((c) => {
-    try {
-      return Deno.readTextFileSync(`/proc/${c.pid}/cmdline`).includes(dir);
-    } catch {
-      return false;
-    }
-  }).length;
+/** Live children of `dir`'s last supervisor, found with `ps` (0 when it cleaned up). */
+export async function liveChildren(dir: string): Promise<number> {
+  let n = 0;
+  for (const c of listed(dir)) if (await alive(c.pid, dir)) n++;
+  return n;
 }
 
 /** The losses of `steps` honest devnet steps and the learning root they end at, computed in-process. */

@@ -57,13 +57,13 @@ Deno.test("SIGINT stops the devnet and every process it started (exit 130); --re
         break;
       }
     }
-    equal(liveChildren(dir), 9, lines.join("\n")); // 4 validators, 3 workers, referee, sponsor
+    equal(await liveChildren(dir), 9, lines.join("\n")); // 4 validators, 3 workers, referee, sponsor
     child.kill("SIGINT");
     void child.stdout.cancel().catch(() => {});
     const status = await child.status;
     await child.stderr.cancel();
     assertEquals(status.code, 130);
-    equal(liveChildren(dir), 0);
+    equal(await liveChildren(dir), 0);
     const first = JSON.parse(Deno.readTextFileSync(`${dir}/scenario.json`));
     assertEquals([first.phase, first.steps, first.forge], ["honest", 1, false]);
     const again = await runDevnet(dir, ["--reset", "--steps", "1", "--no-forge"]);
@@ -74,9 +74,9 @@ Deno.test("SIGINT stops the devnet and every process it started (exit 130); --re
       1,
       true,
     ]);
-    equal(liveChildren(dir), 0);
+    equal(await liveChildren(dir), 0);
   } finally {
-    killLeftovers(dir);
+    await killLeftovers(dir);
     await Deno.remove(tmp, { recursive: true });
   }
 });

@@ -7,9 +7,9 @@ import { honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts"
 
 const SLOW = Deno.env.get("NEURO_SLOW") !== "1";
 
-async function until(ok: () => boolean, ms = 10_000): Promise<void> {
+async function until(ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
-  while (!ok()) {
+  while (!(await ok())) {
     if (Date.now() > end) throw new Error(`still not true after ${ms} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -67,7 +67,7 @@ Deno.test("deno task devnet --steps 3 trains 3 honest steps, gets a forged optim
     checkScenario(run.summary!, 3, 10);
     equal(run.stderr.some((l) => /^\[forge\] step 4 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
     equal(run.stderr.some((l) => /referee challenge .* stage 1: fraud \(optimizer update\)/.test(l)), true);
-    equal(liveChildren(`${tmp}/devnet`), 0);
+    equal(await liveChildren(`${tmp}/devnet`), 0);
     const again = await runDevnet(`${tmp}/devnet`, []);
     equal(again.code, 0, again.stderr.slice(-30).join("\n"));
     assertEquals({ ...again.summary!, height: 0, app_hash: "", app_hashes: [] }, {
@@ -77,7 +77,7 @@ Deno.test("deno task devnet --steps 3 trains 3 honest steps, gets a forged optim
       app_hashes: [],
     });
   } finally {
-    killLeftovers(`${tmp}/devnet`);
+    await killLeftovers(`${tmp}/devnet`);
     await Deno.remove(tmp, { recursive: true });
   }
 });
@@ -91,13 +91,13 @@ Deno.test({
     try {
       const first = await runDevnet(dir, ["--steps", "1"], { killAt: /^\[forge\] step 2 forward/ });
       equal(first.killed, true, first.stderr.slice(-30).join("\n"));
-      await until(() => liveChildren(dir) === 0); // the watchdog ends what the SIGKILLed devnet started
+      await until(async () => (await liveChildren(dir)) === 0); // the watchdog ends what the SIGKILLed devnet started
       const resumed = await runDevnet(dir, ["--steps", "1"]);
       equal(resumed.code, 0, resumed.stderr.slice(-30).join("\n"));
-      equal(liveChildren(dir), 0);
+      equal(await liveChildren(dir), 0);
       checkScenario(resumed.summary!, 1, 10);
     } finally {
-      killLeftovers(dir);
+      await killLeftovers(dir);
       await Deno.remove(tmp, { recursive: true });
     }
   },
@@ -124,9 +124,9 @@ Deno.test({
       const last = await runDevnet(dir, []);
       equal(last.code, 0, last.stderr.slice(-30).join("\n"));
       checkScenario(last.summary!, 5, 10);
-      equal(liveChildren(dir), 0);
+      equal(await liveChildren(dir), 0);
     } finally {
-      killLeftovers(dir);
+      await killLeftovers(dir);
       await Deno.remove(tmp, { recursive: true });
     }
   },
