@@ -72,19 +72,22 @@ export async function taskCommand(task: string): Promise<{ flags: string[]; file
   return { flags: words.slice(2, words.indexOf(file)), file: `${ROOT}${file}` };
 }
 
-/** True when process `pid` runs and its command line contains `marker` (read with `ps`, which needs no /proc access). */
+/** True when process `pid` runs and its command line contains `marker` (read without Deno's /proc permission). */
 export async function alive(pid: number, marker: string): Promise<boolean> {
-  try {
-    const r = await new Deno.Command("ps", {
-      args: ["-p", String(pid), "-o", "args="],
-      stdout: "piped",
-      stderr: "null",
-    })
-      .output();
-    return r.code === 0 && new TextDecoder().decode(r.stdout).includes(marker);
-  } catch {
-    return false;
+  // `ps` where there is one (Linux, macOS); `cat /proc/<pid>/cmdline` on a minimal Linux without procps.
+  for (
+    const [cmd, args] of [["ps", ["-p", String(pid), "-o", "args="]], ["cat", [
+      `/proc/${pid}/cmdline`,
+    ]]] as const
+  ) {
+    try {
+      const r = await new Deno.Command(cmd, { args: [...args], stdout: "piped", stderr: "null" }).output();
+      return r.code === 0 && new TextDecoder().decode(r.stdout).includes(marker);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) return false;
+    }
   }
+  return false;
 }
 
 /** Starts, watches and stops the devnet's children. */
