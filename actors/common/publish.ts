@@ -1,8 +1,15 @@
 /**
- * Publishing the objects a challenge needs (PROTOCOL §5 `upload`, `seal`): each needed root not yet sealed
- * is uploaded in 1 MiB chunks from the first chunk the ledger does not have, then sealed. Every transaction
- * goes through the lost-acknowledgement-safe submitter under an intent derived from the claim, the challenge,
- * the root and the chunk index, so a restarted publisher resumes without signing anything twice.
+ * Publishing the objects a challenge needs (PROTOCOL §5 `upload`, `seal`), and submitting a batch of
+ * transactions in one go. Each needed root not yet sealed is uploaded in 1 MiB chunks from the first chunk
+ * the ledger does not have, then sealed; a fraud challenger appends its `resolve`.
+ *
+ * A dispute is a race against `availability_blocks`, so the batch is pipelined: every transaction is signed
+ * up front with consecutive nonces (from the account's committed nonce), journaled and broadcast in order
+ * (the proposer admits each against the state projected by the ones before it), and only then confirmed.
+ * Every transaction goes through the lost-acknowledgement-safe submitter under an intent derived from the
+ * claim, the challenge, the root and the chunk index, so a restarted publisher first settles what it had
+ * signed, with the same bytes, and signs only what was never signed. A transaction the chain refused changed
+ * nothing; it is retried as a new intent (`retry: k`) on the next call.
  *
  * @example
  * ```ts
@@ -10,13 +17,14 @@
  * // await publishNeeded({ chain, submitter, key, claimId, challenge, fetch: (root) => store.get(root) });
  * ```
  */
+import type { JsonObject } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
-import { ProtocolError } from "../../core/errors.ts";
+import { ProtocolError, RetryableError } from "../../core/errors.ts";
+import { envelopeBytes, signBody, type TxBody } from "../../ledger/envelope.ts";
 import type { AccountKey } from "../../ledger/keys.ts";
-import { uploadChunks } from "../../ledger/training/wire.ts";
-import type { Submission, Submitter } from "../runtime/submit.ts";
+import { type TrainingTxKind, uploadChunks } from "../../ledger/training/wire.ts";
+import { type Submission, Submitter } from "../runtime/submit.ts";
 import type { ChainClient } from "./chain.ts";
-import { RetryableError } from "../../core/errors.ts";
 
 /** The parts of a live challenge the publisher reads. */
 export interface ChallengeView {
@@ -26,6 +34,14 @@ export interface ChallengeView {
   readonly needed: readonly string[];
   readonly uploads: readonly { object_root: string; chunks: number }[];
   readonly sealed: readonly string[];
+}
+
+/** One transaction of a batch: what it is for (its base intent), its kind and fields, and a label. */
+export interface TxSpec {
+  readonly base: JsonObject;
+  readonly kind: TrainingTxKind;
+  readonly fields: JsonObject;
+  readonly what: string;
 }
 
 /** Submits `intent` until the chain decides it (an unknown outcome is resumed with the same bytes). */
@@ -46,22 +62,75 @@ export async function submitSettled(
   }
 }
 
-/** Uploads and seals every needed object not yet sealed; returns the number of transactions committed. */
-export async function publishNeeded(input: {
-  chain: ChainClient;
-  submitter: Submitter;
-  key: AccountKey;
-  claimId: string;
-  challenge: ChallengeView;
-  fetch: (root: string) => Promise<Uint8Array | null>;
-  onTx?: (what: string) => void;
-}): Promise<number> {
-  const { chain, submitter, key, claimId, challenge } = input;
+/** The intent of `base`: the first retry whose record is missing or was not refused. */
+export function intentOf(submitter: Submitter, base: JsonObject): string {
+  for (let retry = 0;; retry++) {
+    const intent = id(retry === 0 ? base : { ...base, retry });
+    if (submitter.record(intent)?.status !== "rejected") return intent;
+  }
+}
+
+function never(): Promise<Uint8Array> {
+  return Promise.reject(new ProtocolError("internal_error", "Cannot re-sign a journaled transaction"));
+}
+
+/**
+ * Submits the batch pipelined (see the module comment) and returns each transaction's settled submission,
+ * in order. Stops at the first refusal (the rest are left for the next call).
+ */
+export async function submitBatch(
+  chain: ChainClient,
+  submitter: Submitter,
+  key: AccountKey,
+  txs: readonly TxSpec[],
+  onTx?: (what: string, s: Submission) => void,
+): Promise<Submission[]> {
+  const intents = txs.map((t) => intentOf(submitter, t.base));
+  // Whatever was signed before (by this or an earlier process) holds nonces: settle it first, same bytes.
+  for (const intent of intents) {
+    const r = submitter.record(intent);
+    if (r !== null && r.status !== "committed" && r.status !== "rejected") {
+      await submitSettled(submitter, intent, never);
+    }
+  }
+  const fresh = intents.map((intent, i) => ({ intent, t: txs[i]! })).filter((x) =>
+    submitter.record(x.intent) === null
+  );
+  if (fresh.length > 0) {
+    const [{ chain_id }, { nonce }] = await Promise.all([chain.status(), chain.account(key.accountId)]);
+    const send = new Submitter(submitter.journal, submitter.rpc, { confirmMs: 0, pollMs: 0 });
+    for (const [k, { intent, t }] of fresh.entries()) {
+      const body = { ...t.fields, kind: t.kind, chain_id, nonce: nonce + k } as TxBody;
+      const bytes = envelopeBytes(signBody(body, key));
+      const s = await send.submit(intent, () => bytes).catch((e) => {
+        if (e instanceof RetryableError) return null; // journaled; confirmed below
+        throw e;
+      });
+      if (s?.status === "rejected") break; // the later nonces cannot apply now; left unsigned
+    }
+  }
+  const out: Submission[] = [];
+  for (const [i, intent] of intents.entries()) {
+    if (submitter.record(intent) === null) break;
+    const s = await submitSettled(submitter, intent, never);
+    onTx?.(txs[i]!.what, s);
+    out.push(s);
+    if (s.status === "rejected") break;
+  }
+  return out;
+}
+
+/** The upload and seal transactions that publish every needed object not yet sealed. */
+export async function publishTxs(
+  claimId: string,
+  challenge: ChallengeView,
+  fetch: (root: string) => Promise<Uint8Array | null>,
+): Promise<TxSpec[]> {
   const tag = { claim: claimId, owner: challenge.owner, kind: challenge.kind, stage: challenge.stage };
-  let count = 0;
+  const txs: TxSpec[] = [];
   for (const root of challenge.needed) {
     if (challenge.sealed.includes(root)) continue;
-    const bytes = await input.fetch(root);
+    const bytes = await fetch(root);
     if (bytes === null) {
       throw new ProtocolError(
         "object_not_found",
@@ -71,31 +140,34 @@ export async function publishNeeded(input: {
     const chunks = uploadChunks(bytes);
     const have = challenge.uploads.find((u) => u.object_root === root)?.chunks ?? 0;
     for (let index = have; index < chunks.length; index++) {
-      const s = await submitSettled(
-        submitter,
-        id({ ...tag, tx: "upload", root, index }),
-        () =>
-          chain.sign(key, "upload", { claim_id: claimId, object_root: root, index, data: chunks[index]! }),
-      );
-      if (s.status === "rejected") {
-        throw new ProtocolError(
-          "bad_request",
-          `Cannot upload chunk ${index} of ${root}: ${s.code} ${s.message}`,
-        );
-      }
-      count++;
-      input.onTx?.(`upload ${root.slice(0, 12)} ${index + 1}/${chunks.length}`);
+      txs.push({
+        base: { ...tag, tx: "upload", root, index },
+        kind: "upload",
+        fields: { claim_id: claimId, object_root: root, index, data: chunks[index]! },
+        what: `upload ${root.slice(0, 12)} ${index + 1}/${chunks.length}`,
+      });
     }
-    const s = await submitSettled(
-      submitter,
-      id({ ...tag, tx: "seal", root }),
-      () => chain.sign(key, "seal", { claim_id: claimId, object_root: root }),
-    );
-    if (s.status === "rejected") {
-      throw new ProtocolError("bad_request", `Cannot seal ${root}: ${s.code} ${s.message}`);
-    }
-    count++;
-    input.onTx?.(`seal ${root.slice(0, 12)}`);
+    txs.push({
+      base: { ...tag, tx: "seal", root },
+      kind: "seal",
+      fields: { claim_id: claimId, object_root: root },
+      what: `seal ${root.slice(0, 12)}`,
+    });
   }
-  return count;
+  return txs;
+}
+
+/** Uploads and seals every needed object not yet sealed (plus `extra` after them); the submissions. */
+export async function publishNeeded(input: {
+  chain: ChainClient;
+  submitter: Submitter;
+  key: AccountKey;
+  claimId: string;
+  challenge: ChallengeView;
+  fetch: (root: string) => Promise<Uint8Array | null>;
+  extra?: readonly TxSpec[];
+  onTx?: (what: string, s: Submission) => void;
+}): Promise<Submission[]> {
+  const txs = [...await publishTxs(input.claimId, input.challenge, input.fetch), ...(input.extra ?? [])];
+  return await submitBatch(input.chain, input.submitter, input.key, txs, input.onTx);
 }

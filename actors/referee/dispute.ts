@@ -12,7 +12,6 @@
  * ```
  */
 import type { JsonObject } from "../../core/canonical.ts";
-import { id } from "../../core/digest.ts";
 import { type ChallengeView, publishNeeded, submitSettled } from "../common/publish.ts";
 import type { Submitter } from "../runtime/submit.ts";
 import { fetchObject, type StageVerdict } from "./check.ts";
@@ -52,27 +51,25 @@ export async function dispute(
     return;
   }
   if (live === null || live.owner !== me || !fraud) return; // someone else's challenge, or waiting on the publisher
-  if (live.needed.some((r) => !live.sealed.includes(r))) {
-    await publishNeeded({
-      chain,
-      submitter: submitter,
-      key: home.key,
-      claimId,
-      challenge: live,
-      fetch: (root) => fetchObject({ chain, store: home.store, workers: setup.workers }, root),
-      onTx: (what) => setup.emit({ event: "publish", claim_id: claimId, stage, detail: what }),
-    });
-    return;
-  }
-  const s = await submitSettled(
+  // Everything left in one pipelined batch: the uploads and seals still missing, then the resolve.
+  await publishNeeded({
+    chain,
     submitter,
-    id({ tx: "resolve", claim: claimId, stage, owner: live.owner }),
-    () => chain.sign(home.key, "resolve", { claim_id: claimId }),
-  );
-  setup.emit({
-    event: "resolve",
-    claim_id: claimId,
-    stage,
-    detail: s.status === "committed" ? "committed" : `refused: ${s.code} ${s.message}`,
+    key: home.key,
+    claimId,
+    challenge: live,
+    fetch: (root) => fetchObject({ chain, store: home.store, workers: setup.workers }, root),
+    extra: [{
+      base: { tx: "resolve", claim: claimId, stage, owner: live.owner },
+      kind: "resolve",
+      fields: { claim_id: claimId },
+      what: "resolve",
+    }],
+    onTx: (what, s) => {
+      const detail = s.status === "committed"
+        ? (what === "resolve" ? "committed" : what)
+        : `${what} refused: ${s.code} ${s.message}`;
+      setup.emit({ event: what === "resolve" ? "resolve" : "publish", claim_id: claimId, stage, detail });
+    },
   });
 }

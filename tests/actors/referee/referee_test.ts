@@ -128,3 +128,28 @@ Deno.test("objects the referee cannot fetch get availability challenges; the spo
     await net.close();
   }
 });
+
+Deno.test("a forged stage 0 whose embedding is over 1 MiB is refuted with the embedding uploaded in two chunks", async () => {
+  const { WIDE_VOCAB } = await import("../worker/_fixture.ts");
+  const net = await startNetwork({ workers: 2, forge: ["backward", null], config: WIDE_VOCAB });
+  const referee = await startTask("referee", refereeArgs(net), { listens: false });
+  try {
+    const embed = net.fixture.manifest.components.embed!;
+    const run = await runSponsor(net, ["--steps", "1", "--budget", "1"]);
+    assert.equal(run.code, 1, run.stdout + run.stderr + referee.lines.join("\n"));
+    assert.match(run.stdout, /^step 0 rejected: mismatch: backward gradient/m, referee.lines.join("\n"));
+    const claimId = (await referee.waitFor(/^claim [0-9a-f]{64} /)).split(" ")[1]!;
+    await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch backward gradient$`));
+    await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`));
+    const uploads = referee.lines.filter((l) => l.includes(`upload ${embed.slice(0, 12)} `));
+    assert.deepEqual(uploads.map((l) => l.split(" ").at(-1)), ["1/2", "2/2"]);
+    const size =
+      (await Deno.stat(`${net.workerHomes[0]}/objects/${embed.slice(0, 2)}/${embed.slice(2)}`)).size;
+    assert.ok(size > 1024 * 1024 && size < 2 * 1024 * 1024, `embedding is ${size} bytes`);
+    const chain = new ChainClient(net.rpc);
+    assert.equal((await chain.object(embed))!.length, size);
+  } finally {
+    await referee.stop();
+    await net.close();
+  }
+});

@@ -13,6 +13,7 @@ import { startProc, stopProc } from "../../e2e/_ledger_procs.ts";
 import { type Fixture, TINY, tinyBatch, tinyFixture } from "../worker/_fixture.ts";
 import { startTask, type TaskProcess } from "../worker/_process.ts";
 import { componentParameters } from "../../../kernels/model.ts";
+import type { ModelConfig } from "../../../kernels/config.ts";
 
 /** The batches of the test genesis, `training_batches[round mod 3]`. */
 export const BATCHES = [tinyBatch(0), tinyBatch(1), tinyBatch(2)];
@@ -37,9 +38,9 @@ export interface Network {
 }
 
 /** Capacities that place the tiny model on `n` workers (stage 0: embed, norm and 4 - n blocks). */
-export function capacities(n: number): number[] {
-  const block = componentParameters(TINY, "block_000");
-  const head = componentParameters(TINY, "embed") + componentParameters(TINY, "norm");
+export function capacities(n: number, config: ModelConfig = TINY): number[] {
+  const block = componentParameters(config, "block_000");
+  const head = componentParameters(config, "embed") + componentParameters(config, "norm");
   return Array.from({ length: n }, (_, i) => (i === 0 ? head + block * (4 - n) : block));
 }
 
@@ -49,6 +50,8 @@ export async function startNetwork(
     workers?: number;
     forge?: (string | null)[];
     intervalMs?: number;
+    /** The model (default the tiny one). */
+    config?: ModelConfig;
     /** Blocks of the challenge window (default 12). */
     challengeBlocks?: number;
     /** Extra funded sponsor homes (`sponsor-1`, ...), for tests where sponsors compete. */
@@ -74,7 +77,7 @@ export async function startNetwork(
     extraIds.push(home.key.accountId);
     home.journal.close();
   }
-  const fixture = await tinyFixture(workerHomes.map((h) => `${h}/objects`));
+  const fixture = await tinyFixture(workerHomes.map((h) => `${h}/objects`), 3, options.config);
   const { genesisPath, homes } = await writeDevnetGenesis({
     out: `${dir}/net`,
     chainId: "neuroshard-actors-test",
@@ -102,7 +105,7 @@ export async function startNetwork(
   await Deno.writeTextFile(genesisPath, canonical(genesis as unknown as JsonValue) + "\n");
   const validator = await startProc(homes[0]!, genesisPath);
   const workers: TaskProcess[] = [];
-  const caps = capacities(n);
+  const caps = capacities(n, options.config);
   const entries = [];
   for (let i = 0; i < n; i++) {
     const forge = options.forge?.[i];

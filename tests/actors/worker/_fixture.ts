@@ -13,6 +13,19 @@ import { initModel, type Model } from "../../../kernels/model.ts";
 import { place } from "../../../kernels/placement.ts";
 import { trainStep } from "../../../kernels/step.ts";
 
+/** The tiny model with a 4096-token vocabulary: its embedding is just over 1 MiB, so it uploads in 2 chunks. */
+export const WIDE_VOCAB: ModelConfig = {
+  vocab_size: 4096,
+  hidden_size: 64,
+  intermediate_size: 64,
+  num_hidden_layers: 3,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  rms_norm_eps: 1e-5,
+  rope_theta: 10000,
+  max_position_embeddings: 32,
+};
+
 /** A model small enough for unit tests: 3 blocks. */
 export const TINY: ModelConfig = {
   vocab_size: 64,
@@ -47,8 +60,12 @@ export function tinyBatch(seed = 0): Batch {
 }
 
 /** Writes the tiny model into every object store directory given, returning it. */
-export async function tinyFixture(objectDirs: readonly string[], seed = 3): Promise<Fixture> {
-  const model = initModel(TINY, seed);
+export async function tinyFixture(
+  objectDirs: readonly string[],
+  seed = 3,
+  config: ModelConfig = TINY,
+): Promise<Fixture> {
+  const model = initModel(config, seed);
   let out: { manifest: Manifest; root: string } | null = null;
   for (const dir of objectDirs) {
     out = await storeModel(new ObjectStore(dir), model, {
