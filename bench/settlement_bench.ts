@@ -30,7 +30,7 @@ import { type AccountKey, keyFromSeed } from "../ledger/keys.ts";
 import { uploadChunks } from "../ledger/training/wire.ts";
 import { DEVNET_PARAMS } from "../workflows/params.ts";
 import { devnetContents } from "../genesis/devnet/contents.ts";
-import { devnetCapacities } from "../genesis/devnet/scenario.ts";
+import { devnetCapacities } from "../genesis/devnet/network.ts";
 // Test helpers reused as they are: attested blocks, and a stage-by-stage step with an optional forger.
 import { attest, CHAIN, cons, owners, T0 } from "../tests/ledger/_fixture.ts";
 import { computeStep, metadataFor } from "../tests/ledger/training/_pipeline.ts";

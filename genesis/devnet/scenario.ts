@@ -11,12 +11,11 @@
  */
 import { isObject, type JsonObject, parseJson } from "../../core/canonical.ts";
 import { fromHexFloat } from "../../core/hex_float.ts";
-import { PRESETS } from "../../kernels/config.ts";
-import { componentParameters } from "../../kernels/model.ts";
 import { type DevnetLayout, ensureDevnet } from "../devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
 import { loadScenario, newScenario, saveScenario, type Scenario, targetSteps } from "./scenario_journal.ts";
 import { collectSummary, type DevnetSummary } from "./summary.ts";
+import { startNetwork } from "./network.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
 
 /** How to run the scenario. */
@@ -30,13 +29,6 @@ export interface ScenarioOptions {
   readonly signal: AbortSignal;
 }
 
-/** Capacities (parameters) that place the devnet model on 3 stages: embed+norm+block 0, blocks 1-2, block 3. */
-export function devnetCapacities(): number[] {
-  const c = PRESETS.devnet;
-  const block = componentParameters(c, "block_000");
-  return [componentParameters(c, "embed") + componentParameters(c, "norm") + block, 2 * block, block];
-}
-
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
@@ -47,16 +39,6 @@ function aborted(signal: AbortSignal): void {
   if (!signal.aborted) return;
   const why = signal.reason instanceof Error ? signal.reason.message : "interrupted";
   throw new Error(`Cannot finish the devnet scenario: ${why}`);
-}
-
-async function writeWorkers(path: string, homes: readonly string[], urls: readonly string[]): Promise<void> {
-  const caps = devnetCapacities();
-  const entries = homes.map((h, i) => ({
-    url: urls[i]!,
-    token_file: `${h}/token`,
-    capacity: caps[i] ?? caps[2]!,
-  }));
-  await Deno.writeTextFile(path, JSON.stringify(entries, null, 2) + "\n");
 }
 
 function decimal(hex: string): string {
@@ -117,49 +99,10 @@ export async function runScenario(
     if (p !== null) say(p);
   };
 
-  const v0 = await sup.start({ name: "validator-0", task: "validator", args: validatorArgs(layout, 0) });
-  const urls = [v0.url!];
-  for (let i = 1; i < layout.validators.length; i++) {
-    const v = await sup.start({
-      name: `validator-${i}`,
-      task: "validator",
-      args: [...validatorArgs(layout, i), "--follow", v0.url!],
-    });
-    urls.push(v.url!);
-  }
-  const rpc = v0.url!;
+  const net = await startNetwork(sup, layout, scenario.forge, say);
+  const { rpc } = net;
   const chain = new ChainView(rpc);
-  say(`validators ${urls.join(" ")}`);
-  const workerUrls: string[] = [];
-  for (const [i, home] of layout.workers.entries()) {
-    workerUrls.push((await sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home] })).url!);
-  }
-  const forgerUrl = scenario.forge
-    ? (await sup.start({
-      name: "forger",
-      task: "worker",
-      args: ["--home", layout.forger, "--forge", "optimizer"],
-    }))
-      .url!
-    : null;
-  await writeWorkers(`${dir}/workers.json`, layout.workers, workerUrls);
-  const refereeHomes = forgerUrl ? [...layout.workers, layout.forger] : layout.workers;
-  const refereeUrls = forgerUrl ? [...workerUrls, forgerUrl] : workerUrls;
-  await writeWorkers(`${dir}/referee-workers.json`, refereeHomes, refereeUrls);
-  if (forgerUrl) {
-    // Stage 1 is the forger's; worker-1 stays in the file (unplaced) so the forger can copy its components.
-    const forge = [layout.workers[0]!, layout.forger, layout.workers[2]!, layout.workers[1]!];
-    const urls = [workerUrls[0]!, forgerUrl, workerUrls[2]!, workerUrls[1]!];
-    await writeWorkers(`${dir}/workers-forge.json`, forge, urls);
-  }
-  say(`workers ${workerUrls.join(" ")}${forgerUrl ? `, forger ${forgerUrl}` : ""}`);
-  const referee = await sup.start({
-    name: "referee",
-    task: "referee",
-    listens: false,
-    args: ["--home", layout.referee, "--rpc", rpc, "--workers", `${dir}/referee-workers.json`, "--json"],
-  });
-  referee.onLine(watch("referee"));
+  net.referee.onLine(watch("referee"));
   const budget = String(2 * (scenario.steps + scenario.after + 1) + 2);
 
   const sponsor = async (workersFile: string, steps: number): Promise<Child> => {
@@ -208,7 +151,7 @@ export async function runScenario(
   while (scenario.phase !== "done") {
     aborted(signal);
     if (scenario.phase === "honest" || scenario.phase === "after") {
-      await untilExit(await sponsor(`${dir}/workers.json`, targetSteps(scenario, scenario.phase)));
+      await untilExit(await sponsor(net.workersFile, targetSteps(scenario, scenario.phase)));
       if (scenario.phase === "after" || !scenario.forge) await journal({ ...scenario, phase: "done" });
       else await journal({ ...scenario, phase: "forge", forge_from_height: (await chain.status()).height });
       continue;
@@ -219,7 +162,7 @@ export async function runScenario(
       (await chain.claims((await chain.status()).height)).find((c) => c.height >= from);
     let claim = await forged();
     if (!claim) {
-      const child = await sponsor(`${dir}/workers-forge.json`, targetSteps(scenario, "forge"));
+      const child = await sponsor(net.forgeWorkersFile!, targetSteps(scenario, "forge"));
       while (!(claim = await forged())) {
         aborted(signal);
         await sleep(250, signal);
@@ -242,11 +185,7 @@ export async function runScenario(
     }
     await sleep(250, signal);
   }
-  return await collectSummary(layout, urls);
-}
-
-function validatorArgs(layout: DevnetLayout, i: number): string[] {
-  return ["--home", layout.validators[i]!, "--genesis", layout.genesisPath];
+  return await collectSummary(layout, net.urls);
 }
 
 /** Builds the devnet if needed and opens it. */

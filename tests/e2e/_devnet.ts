@@ -4,7 +4,7 @@
  * (the same kernels, batches and placement), and end any process a killed devnet left behind.
  */
 import { devnetContents } from "../../genesis/devnet/contents.ts";
-import { devnetCapacities } from "../../genesis/devnet/scenario.ts";
+import { devnetCapacities } from "../../genesis/devnet/network.ts";
 import { alive } from "../../genesis/devnet/supervisor.ts";
 import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
 import { fromHexFloat } from "../../core/hex_float.ts";

@@ -1,0 +1,102 @@
+/**
+ * Starts the devnet's processes: the proposer and the replicas following it, the honest workers, the forging
+ * worker (`--forge optimizer`, when the scenario forges), and the referee; writes the workers files the
+ * sponsor and the referee read (URLs of this run, token files, capacities that place the devnet model on 3
+ * stages). The sponsor is started by the scenario, phase by phase.
+ */
+import { PRESETS } from "../../kernels/config.ts";
+import { componentParameters } from "../../kernels/model.ts";
+import type { DevnetLayout } from "../devnet_builder.ts";
+import type { Child, Supervisor } from "./supervisor.ts";
+
+/** The running network. */
+export interface Network {
+  /** The proposer's RPC URL. */
+  readonly rpc: string;
+  /** Every validator's RPC URL, proposer first. */
+  readonly urls: string[];
+  readonly referee: Child;
+  /** The honest pipeline: worker-0, worker-1, worker-2. */
+  readonly workersFile: string;
+  /** The forging pipeline: worker-0, the forger (stage 1), worker-2, then worker-1 unplaced. */
+  readonly forgeWorkersFile: string | null;
+}
+
+/** Capacities (parameters) that place the devnet model on 3 stages: embed+norm+block 0, blocks 1-2, block 3. */
+export function devnetCapacities(): number[] {
+  const c = PRESETS.devnet;
+  const block = componentParameters(c, "block_000");
+  return [componentParameters(c, "embed") + componentParameters(c, "norm") + block, 2 * block, block];
+}
+
+async function writeWorkers(path: string, homes: readonly string[], urls: readonly string[]): Promise<void> {
+  const caps = devnetCapacities();
+  const entries = homes.map((h, i) => ({
+    url: urls[i]!,
+    token_file: `${h}/token`,
+    capacity: caps[i] ?? caps[2]!,
+  }));
+  await Deno.writeTextFile(path, JSON.stringify(entries, null, 2) + "\n");
+}
+
+function validatorArgs(layout: DevnetLayout, i: number): string[] {
+  return ["--home", layout.validators[i]!, "--genesis", layout.genesisPath];
+}
+
+/** Starts every process but the sponsor, each waited for until it listens (see the module comment). */
+export async function startNetwork(
+  sup: Supervisor,
+  layout: DevnetLayout,
+  forge: boolean,
+  say: (line: string) => void,
+): Promise<Network> {
+  const dir = layout.dir;
+  const v0 = await sup.start({ name: "validator-0", task: "validator", args: validatorArgs(layout, 0) });
+  const urls = [v0.url!];
+  for (let i = 1; i < layout.validators.length; i++) {
+    const v = await sup.start({
+      name: `validator-${i}`,
+      task: "validator",
+      args: [...validatorArgs(layout, i), "--follow", v0.url!],
+    });
+    urls.push(v.url!);
+  }
+  const rpc = v0.url!;
+  say(`validators ${urls.join(" ")}`);
+  const workerUrls: string[] = [];
+  for (const [i, home] of layout.workers.entries()) {
+    workerUrls.push((await sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home] })).url!);
+  }
+  const forgerUrl = forge
+    ? (await sup.start({
+      name: "forger",
+      task: "worker",
+      args: ["--home", layout.forger, "--forge", "optimizer"],
+    }))
+      .url!
+    : null;
+  await writeWorkers(`${dir}/workers.json`, layout.workers, workerUrls);
+  const refereeHomes = forgerUrl ? [...layout.workers, layout.forger] : layout.workers;
+  const refereeUrls = forgerUrl ? [...workerUrls, forgerUrl] : workerUrls;
+  await writeWorkers(`${dir}/referee-workers.json`, refereeHomes, refereeUrls);
+  if (forgerUrl) {
+    // Stage 1 is the forger's; worker-1 stays in the file (unplaced) so the forger can copy its components.
+    const forge = [layout.workers[0]!, layout.forger, layout.workers[2]!, layout.workers[1]!];
+    const urls = [workerUrls[0]!, forgerUrl, workerUrls[2]!, workerUrls[1]!];
+    await writeWorkers(`${dir}/workers-forge.json`, forge, urls);
+  }
+  say(`workers ${workerUrls.join(" ")}${forgerUrl ? `, forger ${forgerUrl}` : ""}`);
+  const referee = await sup.start({
+    name: "referee",
+    task: "referee",
+    listens: false,
+    args: ["--home", layout.referee, "--rpc", rpc, "--workers", `${dir}/referee-workers.json`, "--json"],
+  });
+  return {
+    rpc,
+    urls,
+    referee,
+    workersFile: `${dir}/workers.json`,
+    forgeWorkersFile: forgerUrl ? `${dir}/workers-forge.json` : null,
+  };
+}
