@@ -34,7 +34,7 @@ import { defineActor, type OperationContext, type QueryContext } from "../runtim
 import { flipFirstElement, type Forge, nudgeHexFloat } from "./forge.ts";
 import { type OpenSession, operationOf, parseOpen, type Position } from "./session.ts";
 import type { StageCache } from "./stage_cache.ts";
-import { need, openOf, type PhaseInput, recorded, traceOf } from "./journaled.ts";
+import { need, openOf, type PhaseInput, recorded, remember, traceOf } from "./journaled.ts";
 
 /** What the worker actor is built from. */
 export interface WorkerDeps {
@@ -95,7 +95,7 @@ export function workerActor(deps: WorkerDeps) {
     handlers: {
       async open(_ctx: OperationContext, input: JsonValue) {
         const o = parseOpen(input);
-        opens.set(o.session, o);
+        remember(opens, o);
         await cache.stage(o); // fails with object_not_found when a component is missing
         return { session: o.session, account: home.key.accountId, stage: o.stage, partition: o.partition };
       },

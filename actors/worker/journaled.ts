@@ -36,6 +36,15 @@ export function recorded(
   return r.ok ? r.value! : null;
 }
 
+/** How many parsed open requests a worker keeps in memory (the rest are parsed again from the journal). */
+export const MAX_REMEMBERED_OPENS = 16;
+
+/** Remembers a parsed open request, forgetting the oldest beyond `MAX_REMEMBERED_OPENS`. */
+export function remember(opens: Map<string, OpenSession>, open: OpenSession): void {
+  opens.set(open.session, open);
+  while (opens.size > MAX_REMEMBERED_OPENS) opens.delete(opens.keys().next().value!);
+}
+
 /** The checked open request of `session` (from the journal, remembered in `opens`), or `not_found`. */
 export function openOf(
   ctx: QueryContext,
@@ -53,7 +62,7 @@ export function openOf(
     );
   }
   const open = parseOpen(decodeCanonical(op.input));
-  opens.set(session, open);
+  remember(opens, open);
   return open;
 }
 

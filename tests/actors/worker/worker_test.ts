@@ -258,3 +258,61 @@ for (
     }
   });
 }
+
+Deno.test("a worker with more open sessions than it keeps in memory rebuilds evicted stages from its journal, same bytes", async () => {
+  const t = await startWorkers(1);
+  try {
+    const { MAX_OPEN_STAGES } = await import("../../../actors/worker/stage_cache.ts");
+    const { id } = await import("../../../core/digest.ts");
+    const f = t.fixture;
+    const partition = tinyPartitions(1)[0]!;
+    const w = t.clients[0]!;
+    const n = MAX_OPEN_STAGES + 2;
+    const sessions = Array.from({ length: n }, (_, step) => {
+      const open = {
+        chain_id: CHAIN,
+        assignment: ASSIGNMENT,
+        stage: 0,
+        step,
+        partition,
+        parent: f.manifest as unknown as JsonValue,
+        batch: f.batch as unknown as JsonValue,
+        learning_rate: LR,
+      };
+      return { open, session: id(open), step };
+    });
+    const value = async (s: (typeof sessions)[0], position: string, input: Record<string, JsonValue>) => {
+      const r = await w.operation(s.session, s.step, position, input);
+      assert.equal(r.ok, true, JSON.stringify(r));
+      return r.ok ? r.value : {};
+    };
+    // Each phase runs for every session before the next phase, so every stage is evicted in between.
+    for (const s of sessions) await value(s, "open", s.open);
+    const outputs = [];
+    for (const s of sessions) outputs.push((await value(s, "forward", { input: null })).output as string);
+    const heads = [];
+    for (const [i, s] of sessions.entries()) heads.push(await value(s, "head", { head_input: outputs[i]! }));
+    const norms = [];
+    for (const [i, s] of sessions.entries()) {
+      norms.push(
+        (await value(s, "backward", { gradient_out: heads[i]!.head_gradient! })).norm_squared as string,
+      );
+    }
+    const traces = [];
+    for (const [i, s] of sessions.entries()) {
+      traces.push((await value(s, "update", { norms: [norms[i]!], clip: CLIP })).trace);
+    }
+    for (const [step, trace] of traces.entries()) {
+      assert.equal(
+        canonical(trace!),
+        canonical(referenceStep(f, [partition], step).traces[0] as unknown as JsonValue),
+      );
+    }
+    // The rebuilds re-ran earlier phases: more kernel runs than one per phase and session.
+    const c = t.workers[0]!.cache.computations;
+    assert.ok(c.forward > n && c.head > n, JSON.stringify(c));
+    assert.equal(c.update, n);
+  } finally {
+    await t.close();
+  }
+});
