@@ -4,6 +4,7 @@ import { trainStep } from "../../../kernels/step.ts";
 import { place } from "../../../kernels/placement.ts";
 import { BATCHES, capacities, runSponsor, startNetwork } from "./_network.ts";
 import { TINY } from "../worker/_fixture.ts";
+import { startTask } from "../worker/_process.ts";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
 
 Deno.test("a sponsor with two workers settles two steps on a real validator; each is paid once, to the reserved workers", async () => {
@@ -76,6 +77,45 @@ Deno.test("two sponsors started together take turns on the ledger: each settles 
         `nonce ${acct.nonce} for ${attempts} attempts`,
       );
     }
+  } finally {
+    await net.close();
+  }
+});
+
+Deno.test("a sponsor whose worker dies mid-step sees the assignment expire (10% of the bond burned), charges no second attempt beyond its budget, and exits", async () => {
+  const net = await startNetwork({ workers: 2 });
+  try {
+    const chain = new ChainClient(net.rpc);
+    const sponsor = await startTask(
+      "sponsor",
+      [
+        "--home",
+        net.sponsorHome,
+        "--rpc",
+        net.rpc,
+        "--workers",
+        net.workersFile,
+        "--poll-ms",
+        "100",
+        "--steps",
+        "1",
+        "--budget",
+        "1",
+      ],
+      { listens: false },
+    );
+    await sponsor.waitFor(/^step 0 reserve /);
+    net.workers[1]!.child.kill("SIGKILL");
+    const status = await sponsor.status;
+    assert.equal(status.code, 1);
+    assert.match(sponsor.lines.join("\n"), /^step 0 failed: assignment [0-9a-f]{64} is no longer live/m);
+    const budget = JSON.parse(await Deno.readTextFile(`${net.sponsorHome}/budget.json`));
+    assert.equal(budget.attempts.length, 1);
+    assert.equal(budget.attempts[0].end.outcome, "failed");
+    const sp = await chain.account(net.accounts.sponsor);
+    assert.equal(sp.nonce, 1); // the reserve only: no claim was signed
+    assert.equal(sp.balance, 200 * ATOMS_PER_NEURO - DEVNET_PARAMS.claim_bond / 10 - DEVNET_PARAMS.fee);
+    assert.equal((await chain.lifecycle()).training_round, 0);
   } finally {
     await net.close();
   }
