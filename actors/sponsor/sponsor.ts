@@ -118,6 +118,12 @@ export class Sponsor {
   private async chargeWhenFree(): Promise<Attempt> {
     for (;;) {
       const lc = await this.setup.chain.lifecycle().catch(() => null);
+      if (lc !== null && (lc.learning_root === null || lc.learning_rate === null || lc.clip === null)) {
+        throw new ProtocolError(
+          "invalid_value",
+          `Cannot train on chain at ${this.setup.chain.url}: its genesis has no model or training section`,
+        );
+      }
       const free = lc !== null && lc.assignment === null && lc.claim === null && lc.learning_root !== null;
       // After a failed attempt, the ledger counts as free only once a later block is committed: a reserve
       // refused as busy was beaten by one still in the mempool, which the committed state shows a block later.
