@@ -120,3 +120,52 @@ Deno.test("a sponsor whose worker dies mid-step sees the assignment expire (10% 
     await net.close();
   }
 });
+
+Deno.test("a sponsor pointed at a chain without a training section fails clearly and charges nothing", async () => {
+  const { writeDevnetGenesis } = await import("../../../genesis/ledger_devnet.ts");
+  const { startProc, stopProc } = await import("../../e2e/_ledger_procs.ts");
+  const dir = Deno.makeTempDirSync({ prefix: "sponsor-no-training-" });
+  const { genesisPath, homes } = await writeDevnetGenesis({
+    out: `${dir}/net`,
+    validators: 1,
+    blockIntervalMs: 150,
+  });
+  const validator = await startProc(homes[0]!, genesisPath);
+  try {
+    const w = await startTask("worker", ["--home", `${dir}/worker`]);
+    try {
+      await Deno.writeTextFile(
+        `${dir}/workers.json`,
+        JSON.stringify([{ url: w.url, token_file: `${dir}/worker/token` }]),
+      );
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--allow-all",
+          "tasks/sponsor.ts",
+          "--home",
+          `${dir}/sponsor`,
+          "--rpc",
+          validator.url,
+          "--workers",
+          `${dir}/workers.json`,
+        ],
+        cwd: new URL("../../../", import.meta.url).pathname,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(out.code, 1);
+      assert.equal(
+        new TextDecoder().decode(out.stderr),
+        `error: Cannot train on chain at ${validator.url}: its genesis has no model or training section (invalid_value)\n`,
+      );
+      const budget = JSON.parse(await Deno.readTextFile(`${dir}/sponsor/budget.json`));
+      assert.deepEqual(budget.attempts, []);
+    } finally {
+      await w.stop();
+    }
+  } finally {
+    await stopProc(validator);
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
