@@ -16,7 +16,9 @@ import type { JsonObject } from "../../core/canonical.ts";
 import type { ObjectStore } from "../../core/object_store.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import type { Batch } from "../../kernels/batch.ts";
-import { replayStage } from "../../kernels/referee.ts";
+import { configFromJson } from "../../kernels/config.ts";
+import { blockName } from "../../kernels/model.ts";
+import { replayGrowth, replayStage } from "../../kernels/referee.ts";
 import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
 import type { ChainClient } from "../common/chain.ts";
 import type { WorkerClient } from "../common/worker_client.ts";
@@ -111,6 +113,28 @@ export async function checkStage(src: CheckSources, claimId: string, stage: numb
     bytes.set(root, b);
   }
   const v = replayStage({ parent, batch, stage, trace, fetch: (r) => bytes.get(r) });
+  if (v.verdict === "match") return { verdict: "match", what: null, root: null, message: "" };
+  if (v.verdict === "mismatch") return { verdict: "mismatch", what: v.what, root: null, message: v.message };
+  return { verdict: "error", what: null, root: null, message: v.message };
+}
+
+/** Checks a growth claim (PROTOCOL §5.3): replays the grown manifest from the parent's last block alone. */
+export async function checkGrowth(src: CheckSources, claimId: string): Promise<StageVerdict> {
+  const c = await src.chain.claim(claimId);
+  if (c === null) {
+    throw new ProtocolError("not_found", `Cannot check growth ${claimId}: the chain does not know it`);
+  }
+  const g = (c.state as { growth?: { parent: string; model_root: string; added_blocks: number } }).growth;
+  if (g === undefined) {
+    throw new ProtocolError("invalid_record", `Cannot check growth ${claimId}: it is not a growth`);
+  }
+  const parent = await src.chain.manifest(g.parent);
+  const last = parent.components[blockName(configFromJson(parent.config).num_hidden_layers - 1)]!;
+  const bytes = await fetchObject(src, last);
+  if (bytes === null) {
+    return { verdict: "unavailable", what: null, root: last, message: `no worker serves ${last}` };
+  }
+  const v = replayGrowth(parent, g.parent, bytes, g.added_blocks, g.model_root);
   if (v.verdict === "match") return { verdict: "match", what: null, root: null, message: "" };
   if (v.verdict === "mismatch") return { verdict: "mismatch", what: v.what, root: null, message: v.message };
   return { verdict: "error", what: null, root: null, message: v.message };

@@ -23,17 +23,29 @@ CREATE TABLE IF NOT EXISTS referee_claims(
 /** One claim the referee knows. */
 export interface ClaimRow {
   readonly claim_id: string;
+  /** `training` (a \`claim\` transaction) or `growth` (a \`grow\`). */
+  readonly kind: "training" | "growth";
   readonly height: number;
   readonly stages: number | null;
   readonly outcome: string | null;
 }
 
-/** The ids of the claims a committed block created (`claim` transactions whose result is ok). */
-export function claimsOfBlock(answer: { block: { txs: JsonValue[] }; results: { ok: boolean }[] }): string[] {
-  const found: string[] = [];
+/** A claim found in a block. */
+export interface FoundClaim {
+  readonly id: string;
+  readonly kind: "training" | "growth";
+}
+
+/** The claims a committed block created (`claim` and `grow` transactions whose result is ok). */
+export function claimsOfBlock(
+  answer: { block: { txs: JsonValue[] }; results: { ok: boolean }[] },
+): FoundClaim[] {
+  const found: FoundClaim[] = [];
   answer.block.txs.forEach((tx, i) => {
     const env = tx as { body?: { kind?: string }; public_key: string };
-    if (env.body?.kind === "claim" && answer.results[i]?.ok === true) found.push(txid(env as never));
+    if (answer.results[i]?.ok !== true) return;
+    if (env.body?.kind === "claim") found.push({ id: txid(env as never), kind: "training" });
+    if (env.body?.kind === "grow") found.push({ id: txid(env as never), kind: "growth" });
   });
   return found;
 }
@@ -42,6 +54,10 @@ export function claimsOfBlock(answer: { block: { txs: JsonValue[] }; results: { 
 export class ClaimLog {
   constructor(readonly journal: Journal) {
     journal.db.exec(TABLES);
+    const columns = journal.db.prepare("PRAGMA table_info(referee_claims)").all() as { name: string }[];
+    if (!columns.some((c) => c.name === "kind")) {
+      journal.db.exec("ALTER TABLE referee_claims ADD COLUMN kind TEXT NOT NULL DEFAULT 'training'");
+    }
   }
 
   /** The last scanned height (0 before the first block). */
@@ -55,16 +71,17 @@ export class ClaimLog {
   /** Every claim seen, oldest first. */
   claims(): ClaimRow[] {
     return this.journal.db.prepare(
-      "SELECT claim_id, height, stages, outcome FROM referee_claims ORDER BY height, claim_id",
+      "SELECT claim_id, kind, height, stages, outcome FROM referee_claims ORDER BY height, claim_id",
     ).all() as unknown as ClaimRow[];
   }
 
   /** Records block `height` as scanned with the claims it created, in one transaction. */
-  recordBlock(height: number, claims: readonly string[]): void {
+  recordBlock(height: number, claims: readonly FoundClaim[]): void {
     const db = this.journal.db;
     this.journal.transaction(() => {
       for (const c of claims) {
-        db.prepare("INSERT OR IGNORE INTO referee_claims(claim_id, height) VALUES (?, ?)").run(c, height);
+        db.prepare("INSERT OR IGNORE INTO referee_claims(claim_id, kind, height) VALUES (?, ?, ?)")
+          .run(c.id, c.kind, height);
       }
       db.prepare("INSERT OR REPLACE INTO referee_scan(key, height) VALUES ('scan', ?)").run(height);
     });

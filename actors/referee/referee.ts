@@ -25,7 +25,7 @@ import type { WorkerClient } from "../common/worker_client.ts";
 import { defineActor, DurableActor } from "../runtime/durable.ts";
 import { operationId } from "../runtime/journal.ts";
 import { Submitter } from "../runtime/submit.ts";
-import { type CheckSources, checkStage, claimRecord, type StageVerdict } from "./check.ts";
+import { checkGrowth, type CheckSources, checkStage, claimRecord, type StageVerdict } from "./check.ts";
 import { ClaimLog, type ClaimRow, claimsOfBlock } from "./claim_log.ts";
 import { dispute } from "./dispute.ts";
 
@@ -78,8 +78,10 @@ export class Referee {
       machines: [],
       handlers: {
         check: async (_ctx, input) => {
-          const { claim_id, stage } = input as { claim_id: string; stage: number };
-          return await checkStage(src, claim_id, stage);
+          const { claim_id, stage, kind } = input as { claim_id: string; stage: number; kind?: string };
+          return kind === "growth"
+            ? await checkGrowth(src, claim_id)
+            : await checkStage(src, claim_id, stage);
         },
       },
     });
@@ -103,7 +105,7 @@ export class Referee {
       const found = claimsOfBlock(answer);
       this.log.recordBlock(h, found);
       for (const c of found) {
-        this.setup.emit({ event: "claim", claim_id: c, stage: null, detail: `at height ${h}` });
+        this.setup.emit({ event: "claim", claim_id: c.id, stage: null, detail: `${c.kind} at height ${h}` });
       }
     }
   }
@@ -176,8 +178,16 @@ export class Referee {
   }
 
   private async handleClaim(c: ClaimRow): Promise<void> {
-    const { record, state } = await claimRecord(this.setup.chain, c.claim_id);
-    const stages = record.traces.length;
+    let stages = 1, state: JsonObject;
+    if (c.kind === "growth") {
+      const answer = await this.setup.chain.claim(c.claim_id);
+      if (answer === null) throw new ProtocolError("not_found", `Cannot check growth ${c.claim_id}: unknown`);
+      state = answer.state;
+    } else {
+      const r = await claimRecord(this.setup.chain, c.claim_id);
+      state = r.state;
+      stages = r.record.traces.length;
+    }
     if (c.stages === null) {
       this.log.setStages(c.claim_id, stages);
     }
@@ -190,10 +200,11 @@ export class Referee {
       const answered = v?.verdict === "unavailable" && live === null &&
         this.submitter.record(`challenge:${c.claim_id}:${stage}:${v.root}`)?.status === "committed";
       if (v === null || answered) {
-        const bytes = await this.actor.deliver("check", latest.next, {
-          claim_id: c.claim_id,
-          stage,
-        });
+        // A training check's input stays {claim_id, stage} (journals written before growths were checked).
+        const input = c.kind === "growth"
+          ? { claim_id: c.claim_id, stage, kind: "growth" }
+          : { claim_id: c.claim_id, stage };
+        const bytes = await this.actor.deliver("check", latest.next, input);
         const r = decodeCanonical(bytes) as { ok: boolean; value?: StageVerdict; message?: string };
         if (!r.ok) continue; // a protocol error reading the claim: left unchecked, reported as behind
         v = r.value!;

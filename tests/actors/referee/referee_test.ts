@@ -153,3 +153,76 @@ Deno.test("a forged stage 0 whose embedding is over 1 MiB is refuted with the em
     await net.close();
   }
 });
+
+async function submitGrow(net: Awaited<ReturnType<typeof startNetwork>>, forged: boolean): Promise<string> {
+  const { growManifest } = await import("../../../kernels/growth.ts");
+  const { buildManifest } = await import("../../../kernels/manifest.ts");
+  const { configFromJson } = await import("../../../kernels/config.ts");
+  const { growMetadata } = await import("../../../ledger/training/wire.ts");
+  const { loadKeyFile } = await import("../../../ledger/keys.ts");
+  const { txid } = await import("../../../ledger/envelope.ts");
+  const { envelopeOf } = await import("../../../actors/common/chain.ts");
+  const f = net.fixture;
+  const last = f.manifest.components.block_002!;
+  const lastBytes = await Deno.readFile(`${net.workerHomes[0]}/objects/${last.slice(0, 2)}/${last.slice(2)}`);
+  const honest = growManifest(f.manifest, f.root, lastBytes, 1);
+  // The forger appends a plain copy of the last block instead of the identity block: same shape, other output.
+  const manifest = forged
+    ? buildManifest({ ...configFromJson(f.manifest.config), num_hidden_layers: 4 }, {
+      ...f.manifest.components,
+      block_003: last,
+    }, {
+      parent: f.root,
+      origin: f.manifest.origin,
+      tokenizer_root: f.manifest.tokenizer_root,
+      growth: { added: 1, from_layers: 3 },
+    })
+    : honest.manifest;
+  const chain = new ChainClient(net.rpc);
+  const key = await loadKeyFile(`${net.sponsorHome}/account.key`);
+  const { id } = await import("../../../core/digest.ts");
+  const bytes = await chain.sign(key, "grow", {
+    parent: f.root,
+    model_root: id(manifest as never),
+    metadata: growMetadata(manifest),
+    capacities: [1_000_000],
+  });
+  const answer = await chain.http.json("POST", "/broadcast_tx", bytes) as { check: { ok: boolean } };
+  assert.equal(answer.check.ok, true, JSON.stringify(answer));
+  return txid(envelopeOf(bytes) as never);
+}
+
+for (const forged of [false, true]) {
+  Deno.test(`the referee replays ${forged ? "a forged" : "an honest"} growth from the parent's last block alone and ${forged ? "gets it rejected" : "lets it settle"}`, async () => {
+    const net = await startNetwork({ workers: 2 });
+    const referee = await startTask("referee", refereeArgs(net), { listens: false });
+    try {
+      const claimId = await submitGrow(net, forged);
+      await referee.waitFor(new RegExp(`^claim ${claimId} growth at height \\d+$`));
+      if (forged) {
+        await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch optimizer update$`));
+        await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 30_000);
+        // Only the parent's last block was uploaded.
+        const uploads = referee.lines.filter((l) => l.startsWith("publish "));
+        assert.deepEqual(uploads.map((l) => l.split(" ").slice(-2).join(" ")), [
+          `${net.fixture.manifest.components.block_002!.slice(0, 12)} 1/1`,
+          `seal ${net.fixture.manifest.components.block_002!.slice(0, 12)}`,
+        ]);
+      } else {
+        await referee.waitFor(
+          new RegExp(`^outcome ${claimId} clean: every stage matches; the claim is settled$`),
+          30_000,
+        );
+      }
+      const chain = new ChainClient(net.rpc);
+      const state = (await chain.claim(claimId))!.state as { status: string; reason?: string };
+      assert.equal(state.status, forged ? "rejected" : "settled");
+      const lc = await chain.lifecycle();
+      assert.equal(lc.training_round, 0); // a growth never changes the training round
+      assert.equal(lc.learning_root === net.fixture.root, forged);
+    } finally {
+      await referee.stop();
+      await net.close();
+    }
+  });
+}
