@@ -8,8 +8,9 @@ import { parse, required, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task referee --home DIR --rpc URL --workers FILE [--json] [--once]
 
-Run a Referee: scans every committed block for claims, fetches each claim's objects from the workers (or
-the chain's sealed uploads), replays every stage with the deterministic kernels and, on a mismatch, files a
+Run a Referee: scans every committed block for claims (training steps and growths), fetches each claim's
+objects from the workers (or the chain's sealed uploads), replays every stage with the deterministic
+kernels (a growth: the grown manifest from the parent's last block) and, on a mismatch, files a
 fraud challenge, uploads the stage's needed objects in 1 MiB chunks, seals them and calls resolve; an object
 nobody serves gets an availability challenge. Every check and challenge is journaled in DIR/journal.sqlite.
 

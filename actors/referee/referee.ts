@@ -1,7 +1,8 @@
 /**
  * The Referee actor (ARCHITECTURE "Actors", PROTOCOL §5, §10.5): the honest online observer. It scans every
- * committed block for `claim` transactions (so it sees every claim, even those made while it was down),
- * checks every stage of every claim with the kernels' referee, and on a mismatch files a fraud challenge,
+ * committed block for `claim` and `grow` transactions (so it sees every claim, even those made while it was
+ * down), checks every stage of every training claim with the kernels' referee (a growth: its grown manifest
+ * from the parent's last block, `replayGrowth`), and on a mismatch files a fraud challenge,
  * uploads the stage's needed objects in 1 MiB chunks, seals them and calls `resolve`; an object nobody
  * serves gets an availability challenge. It reports how far behind it is: blocks not yet scanned and stages
  * not yet checked.
