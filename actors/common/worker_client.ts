@@ -108,15 +108,10 @@ export class WorkerClient {
     return bytes;
   }
 
-  /** True when the worker has object `root`. */
+  /** True when the worker has object `root` (its bytes are checked when fetched, not here). */
   async hasObject(root: string): Promise<boolean> {
-    try {
-      await this.http.request("GET", `/object?root=${root}`);
-      return true;
-    } catch (e) {
-      if (e instanceof ProtocolError && e.code === "object_not_found") return false;
-      throw e;
-    }
+    const v = await this.http.json("GET", `/object/has?root=${root}`) as { has?: unknown };
+    return v.has === true;
   }
 
   /** Stores `bytes` on the worker under their root. */

@@ -6,8 +6,10 @@
  *   every other position needs its prerequisites finished (`invalid_transition` otherwise, nothing journaled).
  *   The answer is the journaled result `{ok:true, value}` or `{ok:false, code, message}`, byte for byte on
  *   every re-delivery; another input at the same position is `conflicting_operation` (409).
- * - `GET /object?root=R` — the bytes of a stored object; `PUT /object?root=R` stores bytes that must hash
- *   to `R` (the sponsor relays activations and gradients between workers this way).
+ * - `GET /object?root=R` — the bytes of a stored object; `GET /object/has?root=R` — `{has}`;
+ *   `PUT /object/put?root=R` stores bytes that must hash to `R` (the sponsor relays activations and
+ *   gradients between workers this way). The transport routes exact paths, so the root is a query
+ *   parameter rather than a path segment.
  * - `GET /status` — account, sessions and the kernel phases run since start (`computations`).
  *
  * @example
@@ -117,6 +119,12 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
         method: "GET",
         async handle(req) {
           return { body: await home.store.get(rootParam(req.url)) };
+        },
+      },
+      "/object/has": {
+        method: "GET",
+        async handle(req) {
+          return { body: { has: await home.store.has(rootParam(req.url)) } };
         },
       },
       "/object/put": {

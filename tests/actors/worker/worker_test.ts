@@ -316,3 +316,32 @@ Deno.test("a worker with more open sessions than it keeps in memory rebuilds evi
     await t.close();
   }
 });
+
+Deno.test("a worker serves its objects to token holders only, and stores relayed bytes only under their own root", async () => {
+  const t = await startWorkers(1);
+  try {
+    const w = t.clients[0]!;
+    const root = t.fixture.manifest.components.norm!;
+    assert.equal(await w.hasObject(root), true);
+    assert.equal(await w.hasObject("0".repeat(64)), false);
+    assert.equal(
+      (await w.getObject(root)).length,
+      (await new ObjectStore(`${t.homes[0]}/objects`).get(root)).length,
+    );
+    const stranger = new WorkerClient(t.workers[0]!.url, "ab".repeat(32));
+    await assert.rejects(
+      stranger.getObject(root),
+      (e: unknown) => e instanceof ProtocolError && e.code === "unauthorized",
+    );
+    const bytes = new TextEncoder().encode("relayed activation");
+    const r = await w.putObject(bytes);
+    assert.deepEqual(await w.getObject(r), bytes);
+    await assert.rejects(
+      w.http.request("PUT", `/object/put?root=${"1".repeat(64)}`, bytes),
+      (e: unknown) => e instanceof ProtocolError && e.code === "object_corrupt",
+    );
+    assert.equal(await w.hasObject("1".repeat(64)), false);
+  } finally {
+    await t.close();
+  }
+});
