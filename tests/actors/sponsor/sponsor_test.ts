@@ -169,3 +169,49 @@ Deno.test("a sponsor pointed at a chain without a training section fails clearly
     Deno.removeSync(dir, { recursive: true });
   }
 });
+
+Deno.test("after lost acknowledgements on both sides the sponsor and the worker resume the same step, settled and paid once", async () => {
+  // Worker 1 journals its forward and dies before replying; later the sponsor's claim is broadcast and the
+  // sponsor dies before learning the outcome. Both come back and the same step (round 0) settles.
+  const net = await startNetwork({ workers: 2, workerEnv: [undefined, { NEURO_CRASH_AT: "complete:2" }] });
+  let closing = false;
+  try {
+    const restarted = net.workers[1]!.status.then(async () => {
+      if (!closing) await net.restartWorker(1);
+    });
+    const first = await runSponsor(net, ["--steps", "1"], { NEURO_CRASH_AT: "submit_sent:2" });
+    assert.equal(first.signal, "SIGKILL", first.stdout + first.stderr);
+    await restarted;
+    const worker1 = net.workers[1]!;
+    const second = await runSponsor(net, ["--steps", "1"]);
+    assert.equal(second.code, 0, second.stdout + second.stderr);
+    assert.match(second.stdout, /^step 0 resume height=\d+$/m);
+    assert.doesNotMatch(second.stdout, /^step 0 (open|forward)/m); // the claim was journaled: nothing recomputed
+    assert.match(second.stdout, /^done 1 settled, 1\/4 attempts$/m);
+    const chain = new ChainClient(net.rpc);
+    const lc = await chain.lifecycle();
+    assert.equal(lc.training_round, 1);
+    const f = net.fixture;
+    const ref = trainStep({
+      model: f.model,
+      manifest: f.manifest,
+      batch: BATCHES[0]!,
+      partitions: place(TINY, capacities(2)),
+      learningRate: 0.05,
+      clip: 1,
+      step: 0,
+    });
+    assert.equal(lc.learning_root, ref.candidateRoot);
+    for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 400_000);
+    assert.equal((await chain.account(net.accounts.sponsor)).nonce, 2);
+    // The restarted worker answered the lost forward from its journal: it never ran that forward again.
+    const status = await new (await import("../../../actors/common/worker_client.ts")).WorkerClient(
+      worker1.url,
+      Deno.readTextFileSync(`${net.workerHomes[1]}/token`).trim(),
+    ).status();
+    assert.equal(status.computations.forward, 1); // rebuilt once for the backward, not for the re-delivery
+  } finally {
+    closing = true;
+    await net.close();
+  }
+});
