@@ -12,7 +12,7 @@
  */
 import { canonicalBytes, type JsonValue } from "../../core/canonical.ts";
 import type { ObjectStore } from "../../core/object_store.ts";
-import { ProtocolError } from "../../core/errors.ts";
+import { RetryableError } from "../../core/errors.ts";
 import { type OpenStage, openStage } from "../../kernels/stage_io.ts";
 import type { OpenSession, Position } from "./session.ts";
 
@@ -43,7 +43,11 @@ export class StageCache {
 
   constructor(readonly store: ObjectStore) {}
 
-  /** The session's stage, opened from its components in the store (`object_not_found` naming a missing one). */
+  /**
+   * The session's stage, opened from its components in the store. A missing component is a `RetryableError`
+   * naming it (`object_not_found: ...`): the operation stays begun, and succeeds once the sponsor has copied
+   * the component here — a missing object must never become a recorded final answer.
+   */
   async stage(open: OpenSession): Promise<Entry> {
     const found = this.entries.get(open.session);
     if (found) return found;
@@ -51,9 +55,8 @@ export class StageCache {
     for (const name of open.partition) {
       const root = open.parent.components[name]!;
       if (!(await this.store.has(root))) {
-        throw new ProtocolError(
-          "object_not_found",
-          `Cannot open stage ${open.stage}: component ${name} (${root}) is not in the object store`,
+        throw new RetryableError(
+          `object_not_found: Cannot open stage ${open.stage}: component ${name} (${root}) is not in the object store`,
         );
       }
       components[name] = await this.store.get(root);
@@ -69,13 +72,10 @@ export class StageCache {
     return entry;
   }
 
-  /** Bytes of an object in the store (`object_not_found` names what it was for). */
+  /** Bytes of an object in the store; a `RetryableError` naming what it was for when missing (see `stage`). */
   async bytes(root: string, what: string): Promise<Uint8Array> {
     if (!(await this.store.has(root))) {
-      throw new ProtocolError(
-        "object_not_found",
-        `Cannot compute: ${what} ${root} is not in the object store`,
-      );
+      throw new RetryableError(`object_not_found: Cannot compute: ${what} ${root} is not in the object store`);
     }
     return await this.store.get(root);
   }

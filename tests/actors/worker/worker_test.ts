@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { canonical, type JsonValue } from "../../../core/canonical.ts";
 import { ObjectStore } from "../../../core/object_store.ts";
-import { ProtocolError } from "../../../core/errors.ts";
+import { ProtocolError, RetryableError } from "../../../core/errors.ts";
 import { replayStage } from "../../../kernels/referee.ts";
 import { checkRecord } from "../../../kernels/trace.ts";
 import { WorkerClient } from "../../../actors/common/worker_client.ts";
@@ -154,43 +154,37 @@ Deno.test("an operation before its prerequisites is invalid_transition and journ
   }
 });
 
-Deno.test("a worker missing a component answers object_not_found naming it", async () => {
+Deno.test("a worker missing a component answers unavailable naming it, records no answer, and opens once the component arrives", async () => {
   const t = await startWorkers(1);
   try {
     const f = t.fixture;
-    await Deno.remove(`${t.homes[0]}/objects/${f.manifest.components.block_000!.slice(0, 2)}`, {
-      recursive: true,
-    });
-    const r = await t.clients[0]!.operation(
-      (await import("../../../core/digest.ts")).id({
-        chain_id: CHAIN,
-        assignment: ASSIGNMENT,
-        stage: 0,
-        step: 0,
-        partition: tinyPartitions(1)[0]!,
-        parent: f.manifest as unknown as JsonValue,
-        batch: f.batch as unknown as JsonValue,
-        learning_rate: LR,
-      }),
-      0,
-      "open",
-      {
-        chain_id: CHAIN,
-        assignment: ASSIGNMENT,
-        stage: 0,
-        step: 0,
-        partition: tinyPartitions(1)[0]!,
-        parent: f.manifest as unknown as JsonValue,
-        batch: f.batch as unknown as JsonValue,
-        learning_rate: LR,
-      },
+    const block = f.manifest.components.block_000!;
+    const path = `${t.homes[0]}/objects/${block.slice(0, 2)}/${block.slice(2)}`;
+    const bytes = await Deno.readFile(path);
+    await Deno.remove(path);
+    const open = {
+      chain_id: CHAIN,
+      assignment: ASSIGNMENT,
+      stage: 0,
+      step: 0,
+      partition: tinyPartitions(1)[0]!,
+      parent: f.manifest as unknown as JsonValue,
+      batch: f.batch as unknown as JsonValue,
+      learning_rate: LR,
+    };
+    const session = (await import("../../../core/digest.ts")).id(open);
+    const w = t.clients[0]!;
+    await assert.rejects(
+      w.operation(session, 0, "open", open),
+      (e: unknown) =>
+        e instanceof RetryableError && e.message.includes(`object_not_found`) &&
+        e.message.includes(`component block_000 (${block})`),
     );
-    assert.equal(r.ok, false);
-    assert.equal(!r.ok && r.code, "object_not_found");
-    assert.match(
-      !r.ok ? r.message : "",
-      new RegExp(`component block_000 \\(${f.manifest.components.block_000}\\)`),
-    );
+    // Begun, not answered: a missing object is never recorded as the operation's final answer.
+    assert.equal(t.workers[0]!.home.journal.operation(operationOf(session, 0, "open"))?.status, "begun");
+    await w.putObject(bytes);
+    const r = await w.operation(session, 0, "open", open);
+    assert.equal(r.ok, true);
   } finally {
     await t.close();
   }
