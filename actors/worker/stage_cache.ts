@@ -75,7 +75,9 @@ export class StageCache {
   /** Bytes of an object in the store; a `RetryableError` naming what it was for when missing (see `stage`). */
   async bytes(root: string, what: string): Promise<Uint8Array> {
     if (!(await this.store.has(root))) {
-      throw new RetryableError(`object_not_found: Cannot compute: ${what} ${root} is not in the object store`);
+      throw new RetryableError(
+        `object_not_found: Cannot compute: ${what} ${root} is not in the object store`,
+      );
     }
     return await this.store.get(root);
   }
