@@ -89,7 +89,8 @@ Deno.test("the referee checks every stage of every honest claim, challenges noth
 });
 
 Deno.test("objects the referee cannot fetch get availability challenges; the sponsor answers each from its workers, and the claim settles", async () => {
-  const net = await startNetwork({ workers: 2 });
+  // Four challenges in a row, each within its reopened window: slower blocks leave room on a loaded machine.
+  const net = await startNetwork({ workers: 2, intervalMs: 250 });
   // The referee knows no live worker, only the genesis model (as every devnet home does).
   const { storeModel } = await import("../../../kernels/manifest.ts");
   const { ObjectStore } = await import("../../../core/object_store.ts");
