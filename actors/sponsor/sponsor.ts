@@ -9,6 +9,14 @@
  * the journaled bytes and never signs a second reserve or claim for an attempt; the pipeline is
  * re-delivery-safe, so re-running it after a crash returns the workers' recorded results and the same record.
  *
+ * Workflow journal: each attempt's job is followed as a `training` machine instance named by the assignment
+ * id (`job_track.ts`): the reserve creates it, and the ticks and transactions the chain applied to the job
+ * are recorded as they are observed, before the sponsor acts on them (claims after the journal has caught
+ * up with the reserve's lease; answers a challenge once it is recorded). On open, every instance is replayed
+ * through the machine (a divergence stops the sponsor). A claim is recorded when committed, not when sent:
+ * its deadlines depend on the block that includes it. When the chain's genesis file cannot be found beside
+ * the home (`chain_setup.ts`), the sponsor runs without this journal and says so.
+ *
  * @example
  * ```ts
  * import { Sponsor } from "./sponsor.ts";
@@ -16,7 +24,8 @@
  * // await s.run();
  * ```
  */
-import { type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { canonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
 import { ProtocolError, RetryableError } from "../../core/errors.ts";
 import { configFromJson } from "../../kernels/config.ts";
 import { place } from "../../kernels/placement.ts";
@@ -25,8 +34,13 @@ import { type ChainClient, envelopeOf } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
 import { publishNeeded, submitSettled } from "../common/publish.ts";
 import type { WorkerClient, WorkerEntry } from "../common/worker_client.ts";
+import { EventLog } from "../runtime/event_log.ts";
+import { formatDivergence, replayInstance } from "../runtime/replay.ts";
 import { Submitter } from "../runtime/submit.ts";
+import { reserve as reserveState, training } from "../../workflows/training.ts";
 import { type Attempt, Budget } from "./budget.ts";
+import { type ChainSetup, findChainSetup } from "./chain_setup.ts";
+import { JobTrack } from "./job_track.ts";
 import { runPipeline } from "./pipeline.ts";
 
 /** One progress event. */
@@ -59,13 +73,34 @@ const FINAL = new Set(["settled", "rejected", "expired"]);
 export class Sponsor {
   /** The height when the last attempt failed (the next one waits for a later block). */
   private failedAt = -2;
+  /** The genesis facts for the workflow journal: undefined until looked up, null when not found. */
+  private chainSetup: ChainSetup | null | undefined = undefined;
+  /** The job of the current attempt, journaled as `training` events (null without a genesis). */
+  private track: JobTrack | null = null;
+  /** The workflow event log in the sponsor's journal. */
+  readonly log: EventLog;
 
   private constructor(
     readonly setup: SponsorSetup,
     readonly budget: Budget,
     readonly submitter: Submitter,
     private readonly accounts: Map<string, WorkerClient>,
-  ) {}
+  ) {
+    this.log = new EventLog(setup.home.journal);
+  }
+
+  /** Replays every journaled workflow instance through its machine; throws `journal_divergence` on a mismatch. */
+  private checkJournal(): void {
+    for (const inst of this.log.instances()) {
+      const r = replayInstance(training as never, inst, this.log.replayEvents(inst.instance));
+      if (!r.ok) {
+        throw new ProtocolError(
+          "journal_divergence",
+          `Cannot open sponsor: ${formatDivergence(r.divergence)}`,
+        );
+      }
+    }
+  }
 
   /** Opens the budget file and learns every worker's account. */
   static async open(setup: SponsorSetup): Promise<Sponsor> {
@@ -84,7 +119,44 @@ export class Sponsor {
         }
       }
     }
-    return new Sponsor(setup, budget, submitter, accounts);
+    const sponsor = new Sponsor(setup, budget, submitter, accounts);
+    sponsor.checkJournal();
+    return sponsor;
+  }
+
+  /**
+   * Opens the journal instance of the job created by the reserve committed at `height` (the initial state
+   * is the machine's `reserve` at that block's env); null when the genesis is unknown.
+   */
+  private async openTrack(a: Attempt, assignmentId: string, height: number): Promise<JobTrack | null> {
+    const { chain, home } = this.setup;
+    if (this.chainSetup === undefined) {
+      this.chainSetup = await findChainSetup(chain, home.paths.dir);
+      if (this.chainSetup === null) this.say(a, "no genesis beside the home: workflow journal off");
+    }
+    const cs = this.chainSetup;
+    if (cs === null) return null;
+    const b = await chain.block(height) as unknown as {
+      block: { time: number; txs: { body: JsonObject; public_key: string }[] };
+    };
+    const index = b.block.txs.findIndex((tx) => txid(tx as never) === assignmentId);
+    const seq = a.round % cs.batches.length;
+    const r = reserveState({
+      id: assignmentId,
+      owner: home.key.accountId,
+      workers: a.workers,
+      data_root: cs.data_root,
+      sequence_index: seq,
+      batch: id(cs.batches[seq] as unknown as JsonValue),
+    }, { height, time: b.block.time, params: cs.params });
+    if (!r.ok || index < 0) {
+      throw new ProtocolError(
+        "internal_error",
+        `Cannot journal assignment ${assignmentId}: ${r.ok ? "not in its block" : r.message}`,
+      );
+    }
+    const deps = { chain, log: this.log, setup: cs };
+    return JobTrack.open(deps, assignmentId, r.state, { height, index: index + 1 });
   }
 
   private async pause(): Promise<void> {
@@ -156,6 +228,7 @@ export class Sponsor {
       return await this.fail(a, `reserve ${reserve.code}: ${reserve.message}`);
     }
     const assignmentId = txid(envelopeOf(reserve.raw) as never);
+    this.track = await this.openTrack(a, assignmentId, reserve.height!);
     let claim = this.submitter.record(`claim:${a.n}`);
     let loss: string | null = null;
     if (claim === null) {
@@ -181,6 +254,11 @@ export class Sponsor {
         onPhase: (p) => void this.say(a, p),
       });
       loss = out.record.loss;
+      // The journal catches up with the job before the claim is sent: an expired lease is recorded first.
+      const job = await this.track?.catchUp((await chain.status()).height);
+      if (job !== undefined && job.status !== "reserved") {
+        return await this.fail(a, `assignment ${assignmentId} is ${job.status}`);
+      }
       await this.say(a, "claim", loss);
       claim = await submitSettled(this.submitter, `claim:${a.n}`, () =>
         chain.sign(home.key, "claim", {
@@ -206,6 +284,9 @@ export class Sponsor {
   private async watch(a: Attempt, claimId: string, loss: string): Promise<void> {
     await this.say(a, "challenge window", loss);
     for (;;) {
+      // Every event up to the current block is journaled before the sponsor reacts to the claim's state.
+      const height = await this.setup.chain.status().then((s) => s.height).catch(() => null);
+      if (height !== null) await this.track?.catchUp(height);
       const c = await this.setup.chain.claim(claimId).catch(() => null);
       const state = c?.state as {
         status?: string;
@@ -213,6 +294,7 @@ export class Sponsor {
         claim?: { challenge: JsonObject | null };
       };
       if (state?.status !== undefined && FINAL.has(state.status)) {
+        await this.checkTrack(a, c!.state);
         const settled = state.status === "settled";
         await this.budget.finish(a.n, {
           outcome: settled ? "settled" : "failed",
@@ -244,6 +326,19 @@ export class Sponsor {
         );
       }
       await this.pause();
+    }
+  }
+
+  /** Catches the journal up with the decided job and says so when its state differs from the ledger's. */
+  private async checkTrack(a: Attempt, ledgerState: JsonObject): Promise<void> {
+    const t = this.track;
+    if (t === null) return;
+    const recorded = await t.catchUp((await this.setup.chain.status()).height);
+    if (canonical(recorded as never) !== canonical(ledgerState)) {
+      await this.say(
+        a,
+        `journal differs from the ledger for job ${t.instance}: ${canonical(recorded as never)}`,
+      );
     }
   }
 

@@ -6,6 +6,8 @@ import { BATCHES, capacities, runSponsor, startNetwork } from "./_network.ts";
 import { TINY } from "../worker/_fixture.ts";
 import { startTask } from "../worker/_process.ts";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
+import { canonical } from "../../../core/canonical.ts";
+import { alteredCopy, journalEvents, replayJournalProcess } from "./_journal.ts";
 
 Deno.test("a sponsor with two workers settles two steps on a real validator; each is paid once, to the reserved workers", async () => {
   const net = await startNetwork({ workers: 2 });
@@ -43,6 +45,39 @@ Deno.test("a sponsor with two workers settles two steps on a real validator; eac
     assert.equal(lc.serving_root, f.root);
     // 1,000,000 atoms minted per step: 800,000 split between the two reserved workers.
     for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 2 * 400_000);
+    // The sponsor journaled each job as events of the ledger's training machine: the claim, then the tick
+    // that settled it, ending in exactly the state the validator reports for that claim.
+    const journal = `${net.sponsorHome}/journal.sqlite`;
+    const budget = JSON.parse(Deno.readTextFileSync(`${net.sponsorHome}/budget.json`)) as {
+      attempts: { end: { claim_id: string } }[];
+    };
+    const instances: string[] = [];
+    for (const at of budget.attempts) {
+      const answer = (await chain.claim(at.end.claim_id))!;
+      const state = answer.state as { assignment: { id: string } };
+      instances.push(state.assignment.id);
+      const events = journalEvents(journal, state.assignment.id);
+      assert.deepEqual(events.map((e) => JSON.parse(e.event).type), ["claim", "tick"]);
+      assert.equal(events.at(-1)!.state, canonical(answer.state));
+      assert.equal(JSON.parse(events.at(-1)!.state).status, "settled");
+    }
+    // `deno task replay` re-runs both jobs; a copy with the first claim's model root altered fails there.
+    const replayed = await replayJournalProcess(journal);
+    assert.equal(replayed.code, 0, replayed.stderr);
+    const listed = replayed.report.instances as { instance: string; machine: string; events: number }[];
+    assert.deepEqual(
+      listed.map((i) => [i.instance, i.machine, i.events]),
+      instances.map((i) => [i, "training", 2]),
+    );
+    const bad = alteredCopy(journal, instances[0]!, 0, (e) => ({ ...e, model_root: "e".repeat(64) }));
+    try {
+      const failed = await replayJournalProcess(bad);
+      assert.equal(failed.code, 1);
+      const d = failed.report.divergence as { instance: string; index: number };
+      assert.deepEqual([d.instance, d.index], [instances[0], 0]);
+    } finally {
+      Deno.removeSync(bad);
+    }
     // Running the sponsor again for the same two steps does nothing: no attempt, no transaction.
     const again = await runSponsor(net, ["--steps", "2"]);
     assert.equal(again.code, 0, again.stderr);
