@@ -11,6 +11,12 @@
  * verdict is recorded, so a restart never replays a checked stage again; the scan height and each claim's
  * outcome are rows of the same journal; challenges, uploads, seals and resolves go through the submitter.
  *
+ * Workflow journal: each training claim the referee disputes is followed as a `training` machine instance
+ * named by the claim id (`../sponsor/job_track.ts`), from the reserved assignment the claim answered: the
+ * claim, the challenges, uploads, seals and resolve the chain applied and the ticks that decide it, each
+ * recorded as soon as the referee observes its block and before the referee sends its next transaction.
+ * The durable executor replays these instances on open (a divergence stops the referee).
+ *
  * @example
  * ```ts
  * import { Referee } from "./referee.ts";
@@ -18,7 +24,7 @@
  * // await r.runOnce(); // scan, check, challenge; returns the status
  * ```
  */
-import { decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { canonical, decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
 import { ProtocolError, RetryableError } from "../../core/errors.ts";
 import type { ChainClient } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
@@ -26,6 +32,11 @@ import type { WorkerClient } from "../common/worker_client.ts";
 import { defineActor, DurableActor } from "../runtime/durable.ts";
 import { operationId } from "../runtime/journal.ts";
 import { Submitter } from "../runtime/submit.ts";
+import { EventLog } from "../runtime/event_log.ts";
+import { txid } from "../../ledger/envelope.ts";
+import { type Assignment, reserve, training } from "../../workflows/training.ts";
+import { type ChainSetup, findChainSetup } from "../sponsor/chain_setup.ts";
+import { JobTrack } from "../sponsor/job_track.ts";
 import { checkGrowth, type CheckSources, checkStage, claimRecord, type StageVerdict } from "./check.ts";
 import { ClaimLog, type ClaimRow, claimsOfBlock } from "./claim_log.ts";
 import { dispute } from "./dispute.ts";
@@ -64,6 +75,11 @@ const LIVE = new Set(["claimed", "challenged", "uploading", "resolving"]);
 
 /** A referee over one home. */
 export class Referee {
+  /** The genesis facts for the workflow journal: undefined until looked up, null when not found. */
+  private chainSetup: ChainSetup | null | undefined = undefined;
+  /** The journaled tracks of the claims disputed, by claim id. */
+  private readonly tracks = new Map<string, JobTrack>();
+
   private constructor(
     readonly setup: RefereeSetup,
     readonly actor: DurableActor,
@@ -76,7 +92,7 @@ export class Referee {
     const src: CheckSources = { chain: setup.chain, store: setup.home.store, workers: setup.workers };
     const def = defineActor({
       name: "referee",
-      machines: [],
+      machines: [training as never],
       handlers: {
         check: async (_ctx, input) => {
           const { claim_id, stage, kind } = input as { claim_id: string; stage: number; kind?: string };
@@ -228,7 +244,16 @@ export class Referee {
       }
       return;
     }
+    const recorded = c.kind === "training" ? await this.journalDispute(c, state) : null;
     if (!LIVE.has(status)) {
+      if (recorded !== null && canonical(recorded) !== canonical(state)) {
+        this.setup.emit({
+          event: "error",
+          claim_id: c.claim_id,
+          stage: null,
+          detail: `journal differs from the ledger: ${canonical(recorded)}`,
+        });
+      }
       const reason = (state as { reason?: string }).reason ?? "";
       return this.finish(
         c.claim_id,
@@ -237,6 +262,38 @@ export class Referee {
       );
     }
     await dispute(this.setup, this.submitter, c.claim_id, bad.stage, bad.v, state);
+  }
+
+  /**
+   * Catches the journal of a disputed training claim up with the chain (opening its instance at the reserved
+   * assignment the claim answered); returns the recorded state, or null without a genesis.
+   */
+  private async journalDispute(c: ClaimRow, state: JsonObject): Promise<JsonObject | null> {
+    const { chain, home } = this.setup;
+    let t = this.tracks.get(c.claim_id);
+    if (t === undefined) {
+      if (this.chainSetup === undefined) this.chainSetup = await findChainSetup(chain, home.paths.dir);
+      const cs = this.chainSetup;
+      if (cs === null) return null;
+      const b = await chain.block(c.height) as unknown as { block: { txs: JsonValue[] } };
+      const index = b.block.txs.findIndex((tx) => txid(tx as never) === c.claim_id);
+      const a = (state as unknown as { assignment: Assignment }).assignment;
+      const { bond: _bond, expires, ...input } = a;
+      const r = reserve(input, { height: expires - cs.params.lease_blocks, time: 0, params: cs.params });
+      if (!r.ok || index < 0) {
+        throw new ProtocolError(
+          "internal_error",
+          `Cannot journal claim ${c.claim_id}: ${r.ok ? `not in block ${c.height}` : r.message}`,
+        );
+      }
+      t = JobTrack.open({ chain, log: new EventLog(home.journal), setup: cs }, c.claim_id, r.state, {
+        height: c.height,
+        index,
+      });
+      this.tracks.set(c.claim_id, t);
+    }
+    const recorded = await t.catchUp((await chain.status()).height);
+    return recorded as unknown as JsonObject;
   }
 
   /** Runs passes forever, emitting the status after each pass that changed it (and every `everyMs`). */

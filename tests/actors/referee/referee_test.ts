@@ -3,6 +3,8 @@ import { ChainClient } from "../../../actors/common/chain.ts";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { runSponsor, startNetwork } from "../sponsor/_network.ts";
 import { startTask } from "../worker/_process.ts";
+import { canonical } from "../../../core/canonical.ts";
+import { alteredCopy, journalEvents, replayJournalProcess } from "../sponsor/_journal.ts";
 
 function refereeArgs(net: { refereeHome: string; rpc: string; workersFile: string }, extra: string[] = []) {
   return [
@@ -53,6 +55,35 @@ for (
       assert.equal((await chain.lifecycle()).training_round, 0);
       // The referee says how far behind it is: nothing left to check.
       await referee.waitFor(/^status .* claims=1 stages_checked=2 behind_stages=0 challenges=1$/);
+      // The referee journaled the dispute as events of the ledger's training machine, ending in the
+      // ledger's state; `deno task replay` re-runs it, and a copy with one upload's size altered fails there.
+      const journal = `${net.refereeHome}/journal.sqlite`;
+      const events = journalEvents(journal, claimId).map((e) => ({ ...e, event: JSON.parse(e.event) }));
+      const needed = events[1]!.event.needed as string[];
+      assert.deepEqual(events.map((e) => e.event.type), [
+        "claim",
+        "challenge",
+        ...needed.flatMap(() => ["upload", "seal"]),
+        "resolve",
+      ]);
+      assert.equal(events.at(-1)!.state, canonical(c!.state));
+      const replayed = await replayJournalProcess(journal);
+      assert.equal(replayed.code, 0, replayed.stderr);
+      assert.deepEqual(
+        (replayed.report.instances as { instance: string; events: number }[]).map((
+          i,
+        ) => [i.instance, i.events]),
+        [[claimId, events.length]],
+      );
+      const bad = alteredCopy(journal, claimId, 2, (e) => ({ ...e, size: (e.size as number) + 1 }));
+      try {
+        const failed = await replayJournalProcess(bad);
+        assert.equal(failed.code, 1);
+        const d = failed.report.divergence as { instance: string; index: number };
+        assert.deepEqual([d.instance, d.index], [claimId, 2]);
+      } finally {
+        Deno.removeSync(bad);
+      }
     } finally {
       await referee.stop();
       await net.close();
