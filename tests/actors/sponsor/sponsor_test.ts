@@ -250,3 +250,36 @@ Deno.test("after lost acknowledgements on both sides the sponsor and the worker 
     await net.close();
   }
 });
+
+Deno.test("a sponsor killed right after it journals the job's instance, its claim event or its settlement tick resumes the same job: each event recorded once, in the ledger's state", async () => {
+  const net = await startNetwork({ workers: 2 });
+  try {
+    const chain = new ChainClient(net.rpc);
+    const points = ["instance:1", "event:1", "event:2"];
+    for (const [k, at] of points.entries()) {
+      const crashed = await runSponsor(net, ["--steps", String(k + 1)], { NEURO_CRASH_AT: at });
+      assert.equal(crashed.signal, "SIGKILL", `${at}: ${crashed.stdout}${crashed.stderr}`);
+      const resumed = await runSponsor(net, ["--steps", String(k + 1)]);
+      assert.equal(resumed.code, 0, resumed.stdout + resumed.stderr);
+      assert.match(resumed.stdout, new RegExp(`^done ${k + 1} settled, ${k + 1}/\\d+ attempts$`, "m"));
+      assert.doesNotMatch(resumed.stdout, /journal differs/);
+    }
+    assert.equal((await chain.lifecycle()).training_round, 3);
+    const journal = `${net.sponsorHome}/journal.sqlite`;
+    const budget = JSON.parse(Deno.readTextFileSync(`${net.sponsorHome}/budget.json`)) as {
+      attempts: { end: { claim_id: string } }[];
+    };
+    assert.equal(budget.attempts.length, 3);
+    for (const at of budget.attempts) {
+      const answer = (await chain.claim(at.end.claim_id))!;
+      const events = journalEvents(journal, (answer.state as { assignment: { id: string } }).assignment.id);
+      assert.deepEqual(events.map((e) => JSON.parse(e.event).type), ["claim", "tick"]);
+      assert.equal(events.at(-1)!.state, canonical(answer.state));
+    }
+    const replayed = await replayJournalProcess(journal);
+    assert.equal(replayed.code, 0, replayed.stderr);
+    assert.equal((replayed.report.instances as unknown[]).length, 3);
+  } finally {
+    await net.close();
+  }
+});
