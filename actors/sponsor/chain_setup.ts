@@ -11,6 +11,7 @@
  * // const setup = await findChainSetup(chain, "/tmp/devnet/sponsor"); // null when no genesis matches
  * ```
  */
+import { dirname } from "node:path";
 import { type JsonValue, parseJson } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
 import { genesisId, parseGenesis } from "../../genesis/schema.ts";
@@ -31,7 +32,7 @@ export interface ChainSetup {
 
 /** The genesis files tried for a home at `homeDir`, in order. */
 export function genesisCandidates(homeDir: string): string[] {
-  const up = homeDir.replace(/\/+$/, "").replace(/\/[^/]*$/, "") || ".";
+  const up = dirname(homeDir);
   return [`${up}/genesis.json`, `${up}/net/genesis.json`];
 }
 
