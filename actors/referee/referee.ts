@@ -79,13 +79,17 @@ export class Referee {
   private chainSetup: ChainSetup | null | undefined = undefined;
   /** The journaled tracks of the claims disputed, by claim id. */
   private readonly tracks = new Map<string, JobTrack>();
+  /** The workflow event log in the referee's journal. */
+  private readonly events: EventLog;
 
   private constructor(
     readonly setup: RefereeSetup,
     readonly actor: DurableActor,
     readonly submitter: Submitter,
     readonly log: ClaimLog,
-  ) {}
+  ) {
+    this.events = new EventLog(setup.home.journal);
+  }
 
   /** Opens the journal (re-running any check begun before a crash). */
   static async open(setup: RefereeSetup): Promise<Referee> {
@@ -236,6 +240,17 @@ export class Referee {
       if (v.verdict === "error") failed++;
     }
     const status = (state as { status: string }).status;
+    // A disputed claim stays journaled until it ends, even once its challenges were answered.
+    const journaled = c.kind === "training" && (bad !== null || this.events.instance(c.claim_id) !== null);
+    const recorded = journaled ? await this.journalDispute(c, state) : null;
+    if (recorded !== null && !LIVE.has(status) && canonical(recorded) !== canonical(state)) {
+      this.setup.emit({
+        event: "error",
+        claim_id: c.claim_id,
+        stage: null,
+        detail: `journal differs from the ledger: ${canonical(recorded)}`,
+      });
+    }
     if (bad === null) {
       if (!LIVE.has(status)) {
         if (failed > 0) {
@@ -244,16 +259,7 @@ export class Referee {
       }
       return;
     }
-    const recorded = c.kind === "training" ? await this.journalDispute(c, state) : null;
     if (!LIVE.has(status)) {
-      if (recorded !== null && canonical(recorded) !== canonical(state)) {
-        this.setup.emit({
-          event: "error",
-          claim_id: c.claim_id,
-          stage: null,
-          detail: `journal differs from the ledger: ${canonical(recorded)}`,
-        });
-      }
       const reason = (state as { reason?: string }).reason ?? "";
       return this.finish(
         c.claim_id,
@@ -286,7 +292,7 @@ export class Referee {
           `Cannot journal claim ${c.claim_id}: ${r.ok ? `not in block ${c.height}` : r.message}`,
         );
       }
-      t = JobTrack.open({ chain, log: new EventLog(home.journal), setup: cs }, c.claim_id, r.state, {
+      t = JobTrack.open({ chain, log: this.events, setup: cs }, c.claim_id, r.state, {
         height: c.height,
         index,
       });

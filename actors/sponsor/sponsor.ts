@@ -235,6 +235,7 @@ export class Sponsor {
       const lc = await chain.lifecycle();
       const asg = lc.assignment;
       if (asg === null || asg.id !== assignmentId) {
+        await this.track?.catchUp(lc.height); // the tick that expired it, before the attempt is given up
         return await this.fail(a, `assignment ${assignmentId} is no longer live`);
       }
       const parent = await chain.manifest(a.parent);

@@ -155,6 +155,17 @@ Deno.test("objects the referee cannot fetch get availability challenges; the spo
     assert.equal(ref.balance, 50 * ATOMS_PER_NEURO - ref.nonce * DEVNET_PARAMS.fee);
     assert.equal(ref.nonce, challenges);
     for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 400_000);
+    // Both actors journaled the job through the training machine and agree event for event: the claim,
+    // each challenge and its answer (upload, seal), the settlement tick, ending in the ledger's state.
+    const answer = (await chain.claim(claimId))!;
+    const jobId = (answer.state as { assignment: { id: string } }).assignment.id;
+    const byReferee = journalEvents(`${net.refereeHome}/journal.sqlite`, claimId);
+    const bySponsor = journalEvents(`${net.sponsorHome}/journal.sqlite`, jobId);
+    assert.deepEqual(bySponsor, byReferee);
+    const types = byReferee.map((e) => JSON.parse(e.event).type);
+    assert.equal(types.filter((t) => t === "challenge").length, 4);
+    assert.deepEqual([types[0], types.at(-1)], ["claim", "tick"]);
+    assert.equal(byReferee.at(-1)!.state, canonical(answer.state));
   } finally {
     await referee.stop();
     await net.close();

@@ -151,6 +151,17 @@ Deno.test("a sponsor whose worker dies mid-step sees the assignment expire (10% 
     assert.equal(sp.nonce, 1); // the reserve only: no claim was signed
     assert.equal(sp.balance, 200 * ATOMS_PER_NEURO - DEVNET_PARAMS.claim_bond / 10 - DEVNET_PARAMS.fee);
     assert.equal((await chain.lifecycle()).training_round, 0);
+    // The journal holds the job's one event: the tick that expired it, burning 10% and releasing 90%.
+    const journal = `${net.sponsorHome}/journal.sqlite`;
+    const [job] = (await replayJournalProcess(journal)).report.instances as { instance: string }[];
+    const events = journalEvents(journal, job!.instance);
+    assert.deepEqual(events.map((e) => JSON.parse(e.event)), [{ type: "tick" }]);
+    const expired = JSON.parse(events[0]!.state) as { status: string; moves: unknown[] };
+    assert.equal(expired.status, "expired");
+    assert.deepEqual(expired.moves, [
+      { account: net.accounts.sponsor, amount: DEVNET_PARAMS.claim_bond * 0.9, op: "release" },
+      { amount: DEVNET_PARAMS.claim_bond / 10, op: "burn" },
+    ]);
   } finally {
     await net.close();
   }
