@@ -12,7 +12,7 @@
  * outcome are rows of the same journal; challenges, uploads, seals and resolves go through the submitter.
  *
  * Workflow journal: each training claim the referee disputes is followed as a `training` machine instance
- * named by the claim id (`../sponsor/job_track.ts`), from the reserved assignment the claim answered: the
+ * named by the claim id (`../common/job_track.ts`), from the reserved assignment the claim answered: the
  * claim, the challenges, uploads, seals and resolve the chain applied and the ticks that decide it, each
  * recorded as soon as the referee observes its block and before the referee sends its next transaction.
  * The durable executor replays these instances on open (a divergence stops the referee).
@@ -35,8 +35,8 @@ import { Submitter } from "../runtime/submit.ts";
 import { EventLog } from "../runtime/event_log.ts";
 import { txid } from "../../ledger/envelope.ts";
 import { type Assignment, reserve, training } from "../../workflows/training.ts";
-import { type ChainSetup, findChainSetup } from "../sponsor/chain_setup.ts";
-import { JobTrack } from "../sponsor/job_track.ts";
+import { type ChainSetup, findChainSetup } from "../common/chain_setup.ts";
+import { JobTrack } from "../common/job_track.ts";
 import { checkGrowth, type CheckSources, checkStage, claimRecord, type StageVerdict } from "./check.ts";
 import { ClaimLog, type ClaimRow, claimsOfBlock } from "./claim_log.ts";
 import { dispute } from "./dispute.ts";

@@ -10,12 +10,12 @@
  * re-delivery-safe, so re-running it after a crash returns the workers' recorded results and the same record.
  *
  * Workflow journal: each attempt's job is followed as a `training` machine instance named by the assignment
- * id (`job_track.ts`): the reserve creates it, and the ticks and transactions the chain applied to the job
+ * id (`../common/job_track.ts`): the reserve creates it, and the ticks and transactions the chain applied to the job
  * are recorded as they are observed, before the sponsor acts on them (claims after the journal has caught
  * up with the reserve's lease; answers a challenge once it is recorded). On open, every instance is replayed
  * through the machine (a divergence stops the sponsor). A claim is recorded when committed, not when sent:
  * its deadlines depend on the block that includes it. When the chain's genesis file cannot be found beside
- * the home (`chain_setup.ts`), the sponsor runs without this journal and says so.
+ * the home (`../common/chain_setup.ts`), the sponsor runs without this journal and says so.
  *
  * @example
  * ```ts
@@ -39,8 +39,8 @@ import { formatDivergence, replayInstance } from "../runtime/replay.ts";
 import { Submitter } from "../runtime/submit.ts";
 import { reserve as reserveState, training } from "../../workflows/training.ts";
 import { type Attempt, Budget } from "./budget.ts";
-import { type ChainSetup, findChainSetup } from "./chain_setup.ts";
-import { JobTrack } from "./job_track.ts";
+import { type ChainSetup, findChainSetup } from "../common/chain_setup.ts";
+import { JobTrack } from "../common/job_track.ts";
 import { runPipeline } from "./pipeline.ts";
 
 /** One progress event. */

@@ -17,7 +17,7 @@ import { id } from "../../core/digest.ts";
 import { genesisId, parseGenesis } from "../../genesis/schema.ts";
 import type { Batch } from "../../kernels/batch.ts";
 import type { WorkflowParams } from "../../workflows/params.ts";
-import type { ChainClient } from "../common/chain.ts";
+import type { ChainClient } from "./chain.ts";
 
 /** The genesis facts the training machine and the ledger's claim checks read. */
 export interface ChainSetup {

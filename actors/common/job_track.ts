@@ -37,7 +37,7 @@ import { decodeBase64Strict, workIdentity } from "../../ledger/training/wire.ts"
 import type { MachineEnv } from "../../workflows/machine.ts";
 import type { WorkflowParams } from "../../workflows/params.ts";
 import { training, type TrainingEvent, type TrainingState } from "../../workflows/training.ts";
-import type { ChainClient } from "../common/chain.ts";
+import type { ChainClient } from "./chain.ts";
 import type { EventLog, EventRecord } from "../runtime/event_log.ts";
 import type { ChainSetup } from "./chain_setup.ts";
 

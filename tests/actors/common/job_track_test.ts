@@ -4,8 +4,8 @@ import { ProtocolError } from "../../../core/errors.ts";
 import type { ChainClient } from "../../../actors/common/chain.ts";
 import { EventLog } from "../../../actors/runtime/event_log.ts";
 import { Journal } from "../../../actors/runtime/journal.ts";
-import { genesisCandidates } from "../../../actors/sponsor/chain_setup.ts";
-import { JobTrack } from "../../../actors/sponsor/job_track.ts";
+import { genesisCandidates } from "../../../actors/common/chain_setup.ts";
+import { JobTrack } from "../../../actors/common/job_track.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { reserve, training, type TrainingState } from "../../../workflows/training.ts";
 
