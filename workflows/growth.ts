@@ -18,10 +18,11 @@
  */
 import { isRoot } from "../core/hex.ts";
 import { reject } from "../core/errors.ts";
-import { defineMachine, type MachineEnv, type Step } from "./machine.ts";
-import { lock, type Move } from "./money.ts";
+import type { MachineEnv, Step } from "./machine.ts";
+import { lock } from "./money.ts";
 import type { WorkflowParams } from "./params.ts";
-import { type Claim, claimEdges, type ClaimEvent, liveStatus, openClaim, stepClaim } from "./_claim.ts";
+import { type ClaimEvent, openClaim } from "./_claim.ts";
+import { type ClaimOnlyState, defineClaimOnlyMachine } from "./_claim_machine.ts";
 
 /** Most identity blocks one growth may add. */
 export const MAX_GROWTH_BLOCKS = 16;
@@ -35,20 +36,7 @@ export type Growth = {
 };
 
 /** Every state of a growth. */
-export type GrowthState =
-  | {
-    readonly status: "claimed" | "challenged" | "uploading" | "resolving" | "settled" | "expired";
-    readonly claim: Claim;
-    readonly growth: Growth;
-    readonly moves: Move[];
-  }
-  | {
-    readonly status: "rejected";
-    readonly claim: Claim;
-    readonly growth: Growth;
-    readonly reason: string;
-    readonly moves: Move[];
-  };
+export type GrowthState = ClaimOnlyState<"growth", Growth>;
 
 /** Every event of a growth: the claim phase only. */
 export type GrowthEvent = ClaimEvent;
@@ -90,35 +78,4 @@ export function grow(input: GrowInput, env: MachineEnv<WorkflowParams>): Step<Gr
 }
 
 /** The growth machine. */
-export const growth = defineMachine<GrowthState, GrowthEvent, WorkflowParams>({
-  name: "growth",
-  version: 1,
-  states: ["claimed", "challenged", "uploading", "resolving", "settled", "rejected", "expired"],
-  events: ["challenge", "upload", "seal", "resolve", "tick"],
-  edges: claimEdges({
-    accepted: "settled" as const,
-    rejected: "rejected" as const,
-    expired: "expired" as const,
-  }),
-  transition(state, event, env): Step<GrowthState> {
-    if (state.status === "settled" || state.status === "rejected" || state.status === "expired") {
-      return reject(
-        "invalid_transition",
-        `Cannot ${event.type} growth ${state.claim.id}: it is ${state.status}`,
-      );
-    }
-    const r = stepClaim(state.claim, event, env.height, env.params);
-    if (!r.ok) return r;
-    const base = { claim: r.claim, growth: state.growth, moves: r.moves };
-    switch (r.outcome) {
-      case "live":
-        return { ok: true, state: { status: liveStatus(r.claim), ...base } };
-      case "accepted":
-        return { ok: true, state: { status: "settled", ...base } };
-      case "rejected":
-        return { ok: true, state: { status: "rejected", ...base, reason: r.reason } };
-      case "expired":
-        return { ok: true, state: { status: "expired", ...base } };
-    }
-  },
-});
+export const growth = defineClaimOnlyMachine<"growth", Growth>("growth", "growth");

@@ -19,10 +19,11 @@ import { isRoot } from "../core/hex.ts";
 import { reject } from "../core/errors.ts";
 import { fromHexFloat } from "../core/hex_float.ts";
 import { MAX_WORKERS } from "../core/limits.ts";
-import { defineMachine, type MachineEnv, type Step } from "./machine.ts";
-import { lock, type Move } from "./money.ts";
+import type { MachineEnv, Step } from "./machine.ts";
+import { lock } from "./money.ts";
 import type { WorkflowParams } from "./params.ts";
-import { type Claim, claimEdges, type ClaimEvent, liveStatus, openClaim, stepClaim } from "./_claim.ts";
+import { openClaim } from "./_claim.ts";
+import { type ClaimOnlyState, defineClaimOnlyMachine } from "./_claim_machine.ts";
 
 /** Most windows one score covers. */
 export const WINDOWS_PER_SCORE = 4;
@@ -42,20 +43,7 @@ export type Scored = {
 };
 
 /** Every state of a score claim. */
-export type ScoreState =
-  | {
-    readonly status: "claimed" | "challenged" | "uploading" | "resolving" | "settled" | "expired";
-    readonly claim: Claim;
-    readonly scored: Scored;
-    readonly moves: Move[];
-  }
-  | {
-    readonly status: "rejected";
-    readonly claim: Claim;
-    readonly scored: Scored;
-    readonly reason: string;
-    readonly moves: Move[];
-  };
+export type ScoreState = ClaimOnlyState<"scored", Scored>;
 
 /** A checked `score` transaction; `stages` is the number of partitions of its forward graph. */
 export type ScoreInput = Scored & { readonly id: string; readonly owner: string; readonly stages: number };
@@ -105,35 +93,4 @@ export function openScore(input: ScoreInput, env: MachineEnv<WorkflowParams>): S
 }
 
 /** The score claim machine. */
-export const score = defineMachine<ScoreState, ClaimEvent, WorkflowParams>({
-  name: "score",
-  version: 1,
-  states: ["claimed", "challenged", "uploading", "resolving", "settled", "rejected", "expired"],
-  events: ["challenge", "upload", "seal", "resolve", "tick"],
-  edges: claimEdges({
-    accepted: "settled" as const,
-    rejected: "rejected" as const,
-    expired: "expired" as const,
-  }),
-  transition(state, event, env): Step<ScoreState> {
-    if (state.status === "settled" || state.status === "rejected" || state.status === "expired") {
-      return reject(
-        "invalid_transition",
-        `Cannot ${event.type} score ${state.claim.id}: it is ${state.status}`,
-      );
-    }
-    const r = stepClaim(state.claim, event, env.height, env.params);
-    if (!r.ok) return r;
-    const base = { claim: r.claim, scored: state.scored, moves: r.moves };
-    switch (r.outcome) {
-      case "live":
-        return { ok: true, state: { status: liveStatus(r.claim), ...base } };
-      case "accepted":
-        return { ok: true, state: { status: "settled", ...base } };
-      case "rejected":
-        return { ok: true, state: { status: "rejected", ...base, reason: r.reason } };
-      case "expired":
-        return { ok: true, state: { status: "expired", ...base } };
-    }
-  },
-});
+export const score = defineClaimOnlyMachine<"scored", Scored>("score", "scored");
