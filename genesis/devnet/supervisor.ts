@@ -272,25 +272,34 @@ export class Supervisor {
     const child = this.#children.get(name);
     if (!child) return;
     this.#children.delete(name);
-    try {
-      child.process.kill("SIGTERM");
-    } catch {
-      // already exited
-    }
-    const t = setTimeout(() => {
-      try {
-        child.process.kill("SIGKILL");
-      } catch {
-        // already exited
-      }
-    }, graceMs);
-    await child.exited;
-    clearTimeout(t);
+    await terminate(child.process, child.exited, graceMs);
     await this.#savePids();
   }
 
   /** Stops every child, the last started first. */
   async stopAll(graceMs = 5_000): Promise<void> {
     for (const name of this.names().reverse()) await this.stop(name, graceMs);
+  }
+}
+
+/** Ends a process: SIGTERM, then SIGKILL if it has not exited after `graceMs`; resolves once it has exited. */
+export async function terminate(
+  process: Deno.ChildProcess,
+  exited: Promise<unknown>,
+  graceMs = 5_000,
+): Promise<void> {
+  const signal = (sig: Deno.Signal) => {
+    try {
+      process.kill(sig);
+    } catch {
+      // already exited
+    }
+  };
+  signal("SIGTERM");
+  const timer = setTimeout(() => signal("SIGKILL"), graceMs);
+  try {
+    await exited;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -5,6 +5,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { canonical, type JsonObject } from "../../core/canonical.ts";
 import { createConsensusKeyFile } from "../../ledger/consensus_key.ts";
+import { terminate } from "../../genesis/devnet/supervisor.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -73,20 +74,7 @@ export async function startProc(
 
 /** Stops a process (SIGTERM, then SIGKILL after 5 s) and waits for it. */
 export async function stopProc(p: NodeProc): Promise<void> {
-  try {
-    p.child.kill("SIGTERM");
-  } catch {
-    // already exited
-  }
-  const t = setTimeout(() => {
-    try {
-      p.child.kill("SIGKILL");
-    } catch {
-      // already exited
-    }
-  }, 5_000);
-  await p.exited;
-  clearTimeout(t);
+  await terminate(p.child, p.exited);
 }
 
 /** The committed (height → app hash) of a node's state file. */
