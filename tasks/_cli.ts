@@ -52,3 +52,29 @@ export function required(value: string | undefined, option: string): string {
   if (value === undefined || value === "") throw new UsageError(`--${option} is required`);
   return value;
 }
+
+/**
+ * An integer option from `min` to `max` (decimal digits only, so "1e3", "1.0" and " 5" are refused), or
+ * `fallback` when it was not given. A usage error names the option and the value otherwise.
+ */
+export function integerOption(
+  value: string | undefined,
+  option: string,
+  { fallback, min = 1, max = Number.MAX_SAFE_INTEGER }: { fallback?: number; min?: number; max?: number } =
+    {},
+): number {
+  if (value === undefined) {
+    if (fallback === undefined) throw new UsageError(`--${option} is required`);
+    return fallback;
+  }
+  const n = /^-?[0-9]+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max < Number.MAX_SAFE_INTEGER
+      ? `an integer from ${min} to ${max}`
+      : min === 1
+      ? "a positive integer"
+      : `an integer of at least ${min}`;
+    throw new UsageError(`--${option} is ${value}, expected ${range}`);
+  }
+  return n;
+}

@@ -7,7 +7,7 @@
 import { ProtocolError } from "../core/errors.ts";
 import type { ChatMessage } from "../text/template_render.ts";
 import { encodePrompt } from "../text/conversation.ts";
-import { parse, required, runTask, UsageError } from "./_cli.ts";
+import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 import { loadSession, streamReply } from "./_model_session.ts";
 
 const HELP = `deno task chat --model ROOT [--objects DIR] [--max-tokens N]
@@ -48,10 +48,7 @@ async function main(): Promise<void> {
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const root = required(values.model, "model");
-  const maxTokens = Number(values["max-tokens"]);
-  if (!Number.isSafeInteger(maxTokens) || maxTokens < 1 || maxTokens > 4096) {
-    throw new UsageError(`--max-tokens is ${values["max-tokens"]}, expected an integer from 1 to 4096`);
-  }
+  const maxTokens = integerOption(values["max-tokens"], "max-tokens", { max: 4096 });
   const session = await loadSession(values.objects, root);
   const out = new TextEncoder();
   const write = (text: string) => Deno.stdout.writeSync(out.encode(text));

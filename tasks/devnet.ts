@@ -2,7 +2,7 @@
 import { Supervisor } from "../genesis/devnet/supervisor.ts";
 import { prepareDevnet, runScenario, summaryJson } from "../genesis/devnet/scenario.ts";
 import { formatSummary } from "../genesis/devnet/summary.ts";
-import { parse, runTask, UsageError } from "./_cli.ts";
+import { integerOption, parse, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR]
 
@@ -37,10 +37,7 @@ async function main(): Promise<void> {
   });
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  const steps = values.steps === undefined ? 5 : Number(values.steps);
-  if (!Number.isSafeInteger(steps) || steps < 1 || steps > 1_000) {
-    throw new UsageError(`--steps is ${values.steps}, expected an integer from 1 to 1000`);
-  }
+  const steps = integerOption(values.steps, "steps", { fallback: 5, max: 1_000 });
   const dir = (values.dir ?? ".neuroshard/devnet").replace(/\/+$/, "");
   const say = values.json ? (l: string) => console.error(l) : (l: string) => console.log(l);
   if (values.reset) {

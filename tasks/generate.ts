@@ -3,7 +3,7 @@
  * single user message through the model's chat template, the answer streamed to stdout until `<|im_end|>`.
  */
 import { encodePrompt } from "../text/conversation.ts";
-import { parse, required, runTask, UsageError } from "./_cli.ts";
+import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 import { loadSession, streamReply } from "./_model_session.ts";
 
 const HELP = `deno task generate --model ROOT --prompt TEXT [--objects DIR] [--max-tokens N]
@@ -31,10 +31,7 @@ async function main(): Promise<void> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const root = required(values.model, "model");
   const prompt = required(values.prompt, "prompt");
-  const maxTokens = Number(values["max-tokens"]);
-  if (!Number.isSafeInteger(maxTokens) || maxTokens < 1 || maxTokens > 4096) {
-    throw new UsageError(`--max-tokens is ${values["max-tokens"]}, expected an integer from 1 to 4096`);
-  }
+  const maxTokens = integerOption(values["max-tokens"], "max-tokens", { max: 4096 });
   const session = await loadSession(values.objects, root);
   const ids = encodePrompt(session.codec, [{ role: "user", content: prompt }]);
   const out = new TextEncoder();

@@ -4,7 +4,7 @@ import { ChainClient } from "../actors/common/chain.ts";
 import { openHome } from "../actors/common/home.ts";
 import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts";
 import { Referee, type RefereeEvent, type RefereeStatus } from "../actors/referee/referee.ts";
-import { parse, required, runTask, UsageError } from "./_cli.ts";
+import { integerOption, parse, required, runTask } from "./_cli.ts";
 
 const HELP = `deno task referee --home DIR --rpc URL --workers FILE [--json] [--once]
 
@@ -41,8 +41,7 @@ async function main(): Promise<void> {
   const homeDir = required(values.home, "home");
   const rpc = required(values.rpc, "rpc");
   const workersFile = required(values.workers, "workers");
-  const pollMs = values["poll-ms"] === undefined ? 300 : Number(values["poll-ms"]);
-  if (!Number.isSafeInteger(pollMs) || pollMs < 1) throw new UsageError(`--poll-ms is ${values["poll-ms"]}`);
+  const pollMs = integerOption(values["poll-ms"], "poll-ms", { fallback: 300 });
   const entries = await readWorkersFile(workersFile);
   const home = await openHome(homeDir);
   const emit = (e: RefereeEvent | RefereeStatus) => {

@@ -4,7 +4,7 @@ import { ChainClient } from "../actors/common/chain.ts";
 import { openHome } from "../actors/common/home.ts";
 import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts";
 import { Sponsor, type SponsorEvent } from "../actors/sponsor/sponsor.ts";
-import { parse, required, runTask, UsageError } from "./_cli.ts";
+import { integerOption, parse, required, runTask } from "./_cli.ts";
 
 const HELP = `deno task sponsor --home DIR --rpc URL --workers FILE [--steps N] [--budget N] [--json]
 
@@ -28,15 +28,6 @@ Options:
   --json            machine-readable events, one JSON object per line
   -h, --help        show this help`;
 
-function positive(v: string | undefined, name: string, fallback: number): number {
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 1) {
-    throw new UsageError(`--${name} is ${v}, expected a positive integer`);
-  }
-  return n;
-}
-
 async function main(): Promise<void> {
   const { values } = parse(Deno.args, {
     home: { type: "string" },
@@ -52,9 +43,9 @@ async function main(): Promise<void> {
   const homeDir = required(values.home, "home");
   const rpc = required(values.rpc, "rpc");
   const workersFile = required(values.workers, "workers");
-  const steps = positive(values.steps, "steps", 1);
-  const budget = positive(values.budget, "budget", 2 * steps + 2);
-  const pollMs = positive(values["poll-ms"], "poll-ms", 300);
+  const steps = integerOption(values.steps, "steps", { fallback: 1 });
+  const budget = integerOption(values.budget, "budget", { fallback: 2 * steps + 2 });
+  const pollMs = integerOption(values["poll-ms"], "poll-ms", { fallback: 300 });
   const entries = await readWorkersFile(workersFile);
   const home = await openHome(homeDir);
   const emit = values.json

@@ -1,7 +1,7 @@
 /** `deno task validator`: run a validator node (the proposer, or a replica following one). */
 import { parseJson } from "../core/canonical.ts";
 import { startNode } from "../ledger/engine/node.ts";
-import { parse, required, runTask, UsageError } from "./_cli.ts";
+import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task validator --home DIR --genesis FILE [options]
 
@@ -45,10 +45,9 @@ async function main(): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new UsageError(`--port is ${values.port}, expected 0-65535`);
   }
-  const interval = values["interval-ms"] === undefined ? undefined : Number(values["interval-ms"]);
-  if (interval !== undefined && (!Number.isSafeInteger(interval) || interval < 1)) {
-    throw new UsageError(`--interval-ms is ${values["interval-ms"]}, expected a positive integer`);
-  }
+  const interval = values["interval-ms"] === undefined
+    ? undefined
+    : integerOption(values["interval-ms"], "interval-ms");
   let text: string;
   try {
     text = await Deno.readTextFile(genesisPath);
