@@ -13,12 +13,7 @@
  * nonce 2), its bond came back, and its budget file charged exactly one attempt.
  */
 import assert from "node:assert/strict";
-import { ChainClient } from "../../actors/common/chain.ts";
-import { place } from "../../kernels/placement.ts";
-import { trainStep } from "../../kernels/step.ts";
-import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../workflows/params.ts";
-import { BATCHES, capacities, type Network, runSponsor, startNetwork } from "../actors/sponsor/_network.ts";
-import { TINY } from "../actors/worker/_fixture.ts";
+import { assertFirstStepPaidOnce, runSponsor, startNetwork } from "../actors/sponsor/_network.ts";
 
 const SLOW = Deno.env.get("NEURO_SLOW") === "1";
 
@@ -41,30 +36,6 @@ const REDUCED: Case[] = [
   { who: 1, at: "begin:2" },
   { who: 0, at: "complete:4" },
 ];
-
-async function checkPaidOnce(net: Network): Promise<void> {
-  const chain = new ChainClient(net.rpc);
-  const f = net.fixture;
-  const ref = trainStep({
-    model: f.model,
-    manifest: f.manifest,
-    batch: BATCHES[0]!,
-    partitions: place(TINY, capacities(2)),
-    learningRate: 0.05,
-    clip: 1,
-    step: 0,
-  });
-  const lc = await chain.lifecycle();
-  assert.equal(lc.training_round, 1);
-  assert.equal(lc.learning_root, ref.candidateRoot);
-  for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 400_000);
-  const sp = await chain.account(net.accounts.sponsor);
-  assert.equal(sp.nonce, 2);
-  assert.equal(sp.balance, 200 * ATOMS_PER_NEURO - 2 * DEVNET_PARAMS.fee);
-  const budget = JSON.parse(await Deno.readTextFile(`${net.sponsorHome}/budget.json`));
-  assert.equal(budget.attempts.length, 1);
-  assert.equal(budget.attempts[0].end.outcome, "settled");
-}
 
 for (const c of SLOW ? FULL : REDUCED) {
   const name = c.who === "sponsor" ? "the sponsor" : `worker ${c.who}`;
@@ -100,7 +71,7 @@ for (const c of SLOW ? FULL : REDUCED) {
       }
       assert.equal(run.code, 0, run.stdout + run.stderr);
       assert.match(run.stdout, /^done 1 settled, 1\/4 attempts$/m);
-      await checkPaidOnce(net);
+      await assertFirstStepPaidOnce(net);
     } finally {
       closing = true;
       await net.close();

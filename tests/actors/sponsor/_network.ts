@@ -8,7 +8,11 @@ import { canonical, type JsonValue, parseJson } from "../../../core/canonical.ts
 import { toHexFloat } from "../../../core/hex_float.ts";
 import { openHome } from "../../../actors/common/home.ts";
 import { writeDevnetGenesis } from "../../../genesis/ledger_devnet.ts";
-import { ATOMS_PER_NEURO } from "../../../workflows/params.ts";
+import assert from "node:assert/strict";
+import { ChainClient } from "../../../actors/common/chain.ts";
+import { place } from "../../../kernels/placement.ts";
+import { trainStep } from "../../../kernels/step.ts";
+import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { startProc, stopProc } from "../../e2e/_ledger_procs.ts";
 import { type Fixture, TINY, tinyBatch, tinyFixture } from "../worker/_fixture.ts";
 import { startTask, type TaskProcess } from "../worker/_process.ts";
@@ -179,4 +183,32 @@ export async function runSponsor(
     stdout: new TextDecoder().decode(out.stdout),
     stderr: new TextDecoder().decode(out.stderr),
   };
+}
+
+/**
+ * Asserts the first step of the network settled exactly once: round 1, the learning root of the reference
+ * step, 400,000 atoms to each worker, the sponsor's nonce 2 and two fees spent, one attempt charged.
+ */
+export async function assertFirstStepPaidOnce(net: Network): Promise<void> {
+  const chain = new ChainClient(net.rpc);
+  const f = net.fixture;
+  const ref = trainStep({
+    model: f.model,
+    manifest: f.manifest,
+    batch: BATCHES[0]!,
+    partitions: place(TINY, capacities(2)),
+    learningRate: 0.05,
+    clip: 1,
+    step: 0,
+  });
+  const lc = await chain.lifecycle();
+  assert.equal(lc.training_round, 1);
+  assert.equal(lc.learning_root, ref.candidateRoot);
+  for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 400_000);
+  const sp = await chain.account(net.accounts.sponsor);
+  assert.equal(sp.nonce, 2);
+  assert.equal(sp.balance, 200 * ATOMS_PER_NEURO - 2 * DEVNET_PARAMS.fee);
+  const budget = JSON.parse(await Deno.readTextFile(`${net.sponsorHome}/budget.json`));
+  assert.equal(budget.attempts.length, 1);
+  assert.equal(budget.attempts[0].end.outcome, "settled");
 }

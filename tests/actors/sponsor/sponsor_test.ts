@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { ChainClient } from "../../../actors/common/chain.ts";
 import { trainStep } from "../../../kernels/step.ts";
 import { place } from "../../../kernels/placement.ts";
-import { BATCHES, capacities, runSponsor, startNetwork } from "./_network.ts";
+import { assertFirstStepPaidOnce, BATCHES, capacities, runSponsor, startNetwork } from "./_network.ts";
 import { TINY } from "../worker/_fixture.ts";
 import { startTask } from "../worker/_process.ts";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
@@ -234,22 +234,7 @@ Deno.test("after lost acknowledgements on both sides the sponsor and the worker 
     assert.match(second.stdout, /^step 0 resume height=\d+$/m);
     assert.doesNotMatch(second.stdout, /^step 0 (open|forward)/m); // the claim was journaled: nothing recomputed
     assert.match(second.stdout, /^done 1 settled, 1\/4 attempts$/m);
-    const chain = new ChainClient(net.rpc);
-    const lc = await chain.lifecycle();
-    assert.equal(lc.training_round, 1);
-    const f = net.fixture;
-    const ref = trainStep({
-      model: f.model,
-      manifest: f.manifest,
-      batch: BATCHES[0]!,
-      partitions: place(TINY, capacities(2)),
-      learningRate: 0.05,
-      clip: 1,
-      step: 0,
-    });
-    assert.equal(lc.learning_root, ref.candidateRoot);
-    for (const w of net.accounts.workers) assert.equal((await chain.account(w)).balance, 400_000);
-    assert.equal((await chain.account(net.accounts.sponsor)).nonce, 2);
+    await assertFirstStepPaidOnce(net);
     // The restarted worker answered the lost forward from its journal: it never ran that forward again.
     const status = await new (await import("../../../actors/common/worker_client.ts")).WorkerClient(
       worker1.url,
