@@ -28,24 +28,25 @@ function check(data: Float32Array, heads: number, cols: number, what: string): n
 
 /** Moves GGUF (interleaved) rows back to Hugging Face (rotate-half) order; `data` is [heads·D, cols]. */
 export function unpermuteRows(data: Float32Array, heads: number, cols: number): Float32Array {
-  const d = check(data, heads, cols, "unpermute");
-  const half = d / 2;
-  const out = new Float32Array(data.length);
-  for (let h = 0; h < heads; h++) {
-    for (let s = 0; s < 2; s++) {
-      for (let i = 0; i < half; i++) {
-        const hf = h * d + s * half + i;
-        const gguf = h * d + 2 * i + s;
-        out.set(data.subarray(gguf * cols, (gguf + 1) * cols), hf * cols);
-      }
-    }
-  }
-  return out;
+  return moveRows(data, heads, cols, "unpermute");
 }
 
 /** The converter's permutation: Hugging Face rows to GGUF rows; `data` is [heads·D, cols]. */
 export function permuteRows(data: Float32Array, heads: number, cols: number): Float32Array {
-  const d = check(data, heads, cols, "permute");
+  return moveRows(data, heads, cols, "permute");
+}
+
+/**
+ * Within each head, Hugging Face row `s·D/2 + i` is GGUF row `2i + s` (s = 0, 1): "permute" moves rows from
+ * the first order to the second, "unpermute" back.
+ */
+function moveRows(
+  data: Float32Array,
+  heads: number,
+  cols: number,
+  what: "permute" | "unpermute",
+): Float32Array {
+  const d = check(data, heads, cols, what);
   const half = d / 2;
   const out = new Float32Array(data.length);
   for (let h = 0; h < heads; h++) {
@@ -53,7 +54,8 @@ export function permuteRows(data: Float32Array, heads: number, cols: number): Fl
       for (let i = 0; i < half; i++) {
         const hf = h * d + s * half + i;
         const gguf = h * d + 2 * i + s;
-        out.set(data.subarray(hf * cols, (hf + 1) * cols), gguf * cols);
+        const [from, to] = what === "permute" ? [hf, gguf] : [gguf, hf];
+        out.set(data.subarray(from * cols, (from + 1) * cols), to * cols);
       }
     }
   }
