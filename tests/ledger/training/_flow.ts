@@ -83,6 +83,14 @@ export function uploadAndSeal(net: Net, claimId: string, root: string, publisher
   net.ok(...txs);
 }
 
+/** `challenger` files an accepted fraud challenge on `stage` of the claim; returns the objects it needs. */
+export function fraudChallenge(net: Net, claimId: string, stage: number, challenger: AccountKey): string[] {
+  net.ok(
+    net.tx(challenger, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null }),
+  );
+  return liveChallenge(net).needed as string[];
+}
+
 /** Files a fraud challenge of `stage` by `challenger` and uploads and seals every needed object. */
 export function challengeAndUpload(
   net: Net,
@@ -90,10 +98,7 @@ export function challengeAndUpload(
   stage: number,
   challenger: AccountKey,
 ): string[] {
-  net.ok(
-    net.tx(challenger, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null }),
-  );
-  const needed = liveChallenge(net).needed as string[];
+  const needed = fraudChallenge(net, claimId, stage, challenger);
   for (const root of needed) uploadAndSeal(net, claimId, root, challenger);
   return needed;
 }

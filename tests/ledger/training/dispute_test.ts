@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import type { JsonObject } from "../../../core/canonical.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { challenger, Net, sponsor, stranger } from "./_harness.ts";
-import { challengeAndUpload, liveChallenge, reserveAndClaim, uploadAndSeal } from "./_flow.ts";
+import {
+  challengeAndUpload,
+  fraudChallenge,
+  liveChallenge,
+  reserveAndClaim,
+  uploadAndSeal,
+} from "./_flow.ts";
 import type { Forge } from "./_pipeline.ts";
 
 const FEE = DEVNET_PARAMS.fee;
@@ -73,15 +79,7 @@ Deno.test("a failed accusation burns the challenger's bond and reopens the windo
 Deno.test("resolve before every needed object is sealed fails with not_sealed and changes nothing", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net, { forge: { what: "optimizer", stage: 1 } });
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 1,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
-  const needed = liveChallenge(net).needed as string[];
+  const needed = fraudChallenge(net, claimId, 1, challenger);
   assert.equal(needed.length, 6); // four blocks, the input activation and the incoming gradient
   uploadAndSeal(net, claimId, needed[0]!, challenger);
   net.rejects(net.tx(stranger, "resolve", { claim_id: claimId }), "not_sealed");
@@ -91,15 +89,7 @@ Deno.test("resolve before every needed object is sealed fails with not_sealed an
 Deno.test("only the publisher uploads; chunks are consecutive, all but the last exactly 1 MiB, data strict base64 of 1 B-1 MiB", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 0,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
-  const needed = liveChallenge(net).needed as string[];
+  const needed = fraudChallenge(net, claimId, 0, challenger);
   const embed = net.objects.get(net.model.manifest.components.embed!)!;
   assert.ok(needed.includes(net.model.manifest.components.embed!));
   const root = net.model.manifest.components.embed!;
@@ -130,15 +120,7 @@ Deno.test("only the publisher uploads; chunks are consecutive, all but the last 
 Deno.test("a sealed object whose bytes do not hash to its root is refused with seal_mismatch", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 1,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
-  const root = (liveChallenge(net).needed as string[])[0]!;
+  const root = fraudChallenge(net, claimId, 1, challenger)[0]!;
   const wrong = net.objects.get(root)!.slice();
   wrong[0]! ^= 1;
   net.ok(net.tx(challenger, "upload", {
@@ -158,14 +140,7 @@ Deno.test("a sealed object whose bytes do not hash to its root is refused with s
 Deno.test("a sealed object is served by /object/<root> byte for byte", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 0,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
+  fraudChallenge(net, claimId, 0, challenger);
   const root = net.model.manifest.components.embed!;
   assert.equal(net.app.query(`/object/${root}`), null);
   uploadAndSeal(net, claimId, root, challenger);
@@ -243,14 +218,7 @@ Deno.test("a fraud challenger who never resolves loses its bond at the deadline 
   const c0 = net.balance(challenger).balance, burned0 = net.totals().burned;
   const { claimId } = reserveAndClaim(net);
   const h = net.height;
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 1,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
+  fraudChallenge(net, claimId, 1, challenger);
   const deadline = liveChallenge(net).deadline as number;
   assert.equal(deadline, h + DEVNET_PARAMS.availability_blocks);
   net.until(deadline + 2);
@@ -268,14 +236,7 @@ Deno.test("at the absolute claim deadline an unfinished dispute refunds the publ
   const s0 = net.balance(sponsor).balance, c0 = net.balance(challenger).balance;
   const issued0 = net.totals().issued;
   const { claimId, height } = reserveAndClaim(net);
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 1,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
+  fraudChallenge(net, claimId, 1, challenger);
   net.until(height + 15 + 1);
   assert.equal(claimState(net, claimId).status, "challenged");
   net.block();

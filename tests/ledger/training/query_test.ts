@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { type JsonObject, parseJson } from "../../../core/canonical.ts";
 import { rpcHandler, type RpcNode } from "../../../ledger/rpc/server.ts";
 import { challenger, Net } from "./_harness.ts";
-import { reserveAndClaim, uploadAndSeal } from "./_flow.ts";
+import { fraudChallenge, reserveAndClaim, uploadAndSeal } from "./_flow.ts";
 
 /** Serves the RPC of an in-process training ledger on 127.0.0.1 (only the query paths are wired). */
 async function withRpc(net: Net, fn: (url: string) => Promise<void>): Promise<void> {
@@ -25,14 +25,7 @@ async function withRpc(net: Net, fn: (url: string) => Promise<void>): Promise<vo
 Deno.test("the RPC answers /lifecycle, /candidate, /claim, /work, /manifest, /batch as canonical JSON and /object/<root> as raw bytes", async () => {
   const net = new Net();
   const { claimId, step } = reserveAndClaim(net);
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 1,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
+  fraudChallenge(net, claimId, 1, challenger);
   const root = step.traces[1]!.input;
   uploadAndSeal(net, claimId, root, challenger);
   await withRpc(net, async (url) => {

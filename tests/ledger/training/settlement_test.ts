@@ -3,7 +3,7 @@ import type { JsonObject } from "../../../core/canonical.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { scanSums } from "../../../ledger/state/conservation.ts";
 import { challenger, Net, owners, sponsor, workers } from "./_harness.ts";
-import { reserveAndClaim } from "./_flow.ts";
+import { fraudChallenge, reserveAndClaim } from "./_flow.ts";
 
 const FEE = DEVNET_PARAMS.fee;
 const BOND = DEVNET_PARAMS.claim_bond;
@@ -99,14 +99,7 @@ Deno.test("bonds held by a reservation, a claim and a challenge are escrows in t
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
   assert.equal(scanSums(net.app.store).escrows, BOND);
-  net.ok(
-    net.tx(challenger, "challenge", {
-      claim_id: claimId,
-      stage: 0,
-      challenge_kind: "fraud",
-      object_root: null,
-    }),
-  );
+  fraudChallenge(net, claimId, 0, challenger);
   const s = scanSums(net.app.store);
   assert.equal(s.escrows, BOND + DEVNET_PARAMS.challenge_bond);
   assert.equal(s.genesis_supply + s.issued, s.balances + s.bonds + s.escrows + s.burned);
