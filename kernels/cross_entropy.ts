@@ -58,6 +58,23 @@ function rowExp(z: Float32Array, o: number, V: number, e: Float32Array): { m: nu
   return { m, sum };
 }
 
+/** One labelled row's loss from its max `m` and exponential sum: log(sum) − (z[y] − m), in float32. */
+function rowLoss(logits: Float32Array, o: number, y: number, m: number, sum: number): number {
+  return fr(logf(sum) - fr(logits[o + y]! - m));
+}
+
+/** One labelled row's logit gradient into dz[o…o+V): (softmax − onehot(y)) / labelled, in float32. */
+function rowGradient(
+  e: Float32Array,
+  sum: number,
+  y: number,
+  labelled: number,
+  dz: Float32Array,
+  o: number,
+): void {
+  for (let j = 0; j < e.length; j++) dz[o + j] = fr(fr(fr(e[j]! / sum) - (j === y ? 1 : 0)) / labelled);
+}
+
 /** logits [N,V], labels [N] → mean loss and per-row losses. */
 export function crossEntropyForward(
   logits: Float32Array,
@@ -74,32 +91,21 @@ export function crossEntropyForward(
     if (y === IGNORE_INDEX) continue;
     const o = n * V;
     const { m, sum } = rowExp(logits, o, V, e);
-    rowLosses[n] = fr(logf(sum) - fr(logits[o + y]! - m));
+    rowLosses[n] = rowLoss(logits, o, y, m, sum);
     total += rowLosses[n]!;
   }
   assertFinite(rowLosses, "row losses");
   return { loss: total / labelled, rowLosses, labelled };
 }
 
-/** The gradient of the mean loss with respect to the logits: [N,V]. */
+/** The gradient of the mean loss with respect to the logits: [N,V] (the forward pass's exponentials reused). */
 export function crossEntropyBackward(
   logits: Float32Array,
   labels: Int32Array,
   N: number,
   V: number,
 ): Float32Array {
-  const labelled = checkLabels(labels, V);
-  const dz = new Float32Array(N * V); // dz: [N,V]
-  const e = new Float32Array(V); // e: [V]
-  for (let n = 0; n < N; n++) {
-    const y = labels[n]!;
-    if (y === IGNORE_INDEX) continue;
-    const o = n * V;
-    const { sum } = rowExp(logits, o, V, e);
-    for (let j = 0; j < V; j++) dz[o + j] = fr(fr(fr(e[j]! / sum) - (j === y ? 1 : 0)) / labelled);
-  }
-  assertFinite(dz, "logit gradient");
-  return dz;
+  return crossEntropyForwardBackward(logits, labels, N, V).dz;
 }
 
 /**
@@ -122,9 +128,9 @@ export function crossEntropyForwardBackward(
     if (y === IGNORE_INDEX) continue;
     const o = n * V;
     const { m, sum } = rowExp(logits, o, V, e);
-    rowLosses[n] = fr(logf(sum) - fr(logits[o + y]! - m));
+    rowLosses[n] = rowLoss(logits, o, y, m, sum);
     total += rowLosses[n]!;
-    for (let j = 0; j < V; j++) dz[o + j] = fr(fr(fr(e[j]! / sum) - (j === y ? 1 : 0)) / labelled);
+    rowGradient(e, sum, y, labelled, dz, o);
   }
   assertFinite(rowLosses, "row losses");
   assertFinite(dz, "logit gradient");
