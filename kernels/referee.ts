@@ -26,8 +26,16 @@ import { readValue, type Tensors, writeSafetensors, writeValue } from "./safeten
 import { applyUpdate, normSquared, stageBackward, stageForward } from "./stage.ts";
 import type { StageTrace } from "./trace.ts";
 
-/** What a mismatch names, in the order they are checked. */
-export type Forgery = "forward output" | "loss or head gradient" | "backward gradient" | "optimizer update";
+/**
+ * What a mismatch names, in the order they are checked; a generation's head names `generated token`
+ * (kernels/generation_referee.ts).
+ */
+export type Forgery =
+  | "forward output"
+  | "loss or head gradient"
+  | "backward gradient"
+  | "optimizer update"
+  | "generated token";
 
 /** The referee's answer. */
 export type Verdict =
@@ -45,14 +53,15 @@ export interface ReplayInput {
   readonly fetch: (root: string) => Uint8Array | undefined;
 }
 
-class Mismatch extends Error {
+/** A mismatch found while replaying: what was forged and how it differs. */
+export class Mismatch extends Error {
   constructor(readonly what: Forgery, message: string) {
     super(message);
   }
 }
 
 /** Runs `fn`; a protocol error inside it (malformed input, non-finite value) becomes a mismatch of `what`. */
-function phase<T>(what: Forgery, fn: () => T): T {
+export function phase<T>(what: Forgery, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
@@ -61,7 +70,12 @@ function phase<T>(what: Forgery, fn: () => T): T {
   }
 }
 
-function fetchChecked(input: ReplayInput, root: unknown, what: string): Uint8Array {
+/** The sealed bytes of `root`, checked against it; `not_sealed` or `seal_mismatch` otherwise. */
+export function fetchChecked(
+  input: { readonly fetch: (root: string) => Uint8Array | undefined },
+  root: unknown,
+  what: string,
+): Uint8Array {
   const bytes = typeof root === "string" ? input.fetch(root) : undefined;
   if (!bytes) throw new ProtocolError("not_sealed", `Cannot replay: ${what} ${root} is not sealed`);
   if (sha256Hex(bytes) !== root) {
