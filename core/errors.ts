@@ -82,6 +82,8 @@ export const ERROR_CODES = {
   invalid_conversation: "a conversation breaks a validation rule",
   invalid_tokenizer: "a tokenizer definition is malformed or out of bounds",
   invalid_batch: "a training batch or response-window setting breaks the window format",
+  invalid_source: "a source spec, source file or source row is malformed",
+  source_mismatch: "a source file's SHA-256 differs from the one its spec pins",
   // Actors and transport (PROTOCOL §12-13).
   conflicting_operation: "an operation id was reused with a different input",
   unauthorized: "the bearer token is missing or wrong",

@@ -45,6 +45,9 @@ export const MAX_CONVERSATION_CONTENT_BYTES = 256 * 1024;
 export const MIN_PROMPT_TOKENS = 2;
 export const MAX_PROMPT_TOKENS = 192;
 
+/** A pinned source file (PROTOCOL §11): it is read into memory whole and hashed before any row is read. */
+export const MAX_SOURCE_BYTES = 256 * MIB;
+
 /** Safetensors header bounds (kernels issue). */
 export const MIN_SAFETENSORS_HEADER = 2;
 export const MAX_SAFETENSORS_HEADER = 65_536;
