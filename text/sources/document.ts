@@ -1,6 +1,6 @@
 /**
  * A source row as a corpus document (PROTOCOL §11 "Pinned sources"): its raw object is the canonical JSON of
- * its messages, its text is every message as `role` and `content` on their own lines (so the id sees who said
+ * `{"messages": …}` (so its root is `id({messages})`), its text is every message as `role` and `content` on their own lines (so the id sees who said
  * what), its id is the corpus-hygiene id of that text and its SimHash the hygiene SimHash, so copies that
  * differ only in case, Unicode form or whitespace share an id.
  *
@@ -24,7 +24,7 @@ export interface RowDocument {
   readonly simhash: string;
   /** The root of `bytes`. */
   readonly object: string;
-  /** Canonical JSON of the messages (the raw document object). */
+  /** Canonical JSON of `{messages}` (the raw document object). */
   readonly bytes: Uint8Array;
 }
 
@@ -36,6 +36,6 @@ export function rowText(messages: readonly ChatMessage[]): string {
 /** The document a row makes. */
 export function rowDocument(messages: readonly ChatMessage[]): RowDocument {
   const text = rowText(messages);
-  const bytes = canonicalBytes(messages.map((m) => ({ role: m.role, content: m.content })));
+  const bytes = canonicalBytes({ messages: messages.map((m) => ({ role: m.role, content: m.content })) });
   return { id: documentId(text), simhash: simhash64(text), object: sha256Hex(bytes), bytes };
 }

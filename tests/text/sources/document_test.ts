@@ -1,6 +1,6 @@
 /** Row documents: copies that differ only in case, Unicode form and whitespace share an id; others do not. */
 import { rowDocument, rowText } from "../../../text/sources/document.ts";
-import { sha256Hex } from "../../../core/digest.ts";
+import { id, sha256Hex } from "../../../core/digest.ts";
 import { isNearDuplicate } from "../../../text/hygiene.ts";
 import { assertEquals } from "../../_assert.ts";
 
@@ -17,16 +17,16 @@ Deno.test("exact duplicates differing in case, Unicode form and whitespace share
   assertEquals(c.id === a.id, false);
 });
 
-Deno.test("the id sees who said what, and the object is the canonical messages", () => {
+Deno.test("the id sees who said what, and the object is the canonical {messages}", () => {
   const q = rowDocument(row("hello", "world"));
   const swapped = rowDocument([{ role: "assistant", content: "hello" }, { role: "user", content: "world" }]);
   assertEquals(q.id === swapped.id, false);
   assertEquals(rowText(row("hello", "world")), "user\nhello\nassistant\nworld");
   assertEquals(
     new TextDecoder().decode(q.bytes),
-    '[{"content":"hello","role":"user"},{"content":"world","role":"assistant"}]',
+    '{"messages":[{"content":"hello","role":"user"},{"content":"world","role":"assistant"}]}',
   );
-  assertEquals(q.object, sha256Hex(q.bytes));
+  assertEquals([q.object, q.object], [sha256Hex(q.bytes), id({ messages: row("hello", "world") })]);
 });
 
 Deno.test("a row with one word appended is a near duplicate, another row is not", () => {
