@@ -71,6 +71,8 @@ export const ERROR_CODES = {
   already_voted: "the owner already voted on this proposal",
   not_in_electorate: "the owner is not in the proposal's electorate",
   invalid_inference: "an inference request or response breaks a rule",
+  unknown_job: "no inference job has that id",
+  wrong_model: "the model root is not the current serving root, or the chain serves no model",
   // Data cohorts (PROTOCOL §6): one code for each way a proposal's document can be refused.
   wrong_previous: "a cohort document's previous root is not the current data root",
   window_not_at_cursor: "a cohort window does not start at its source's cursor",

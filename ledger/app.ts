@@ -39,6 +39,7 @@ import { executeTx } from "./tx/execute.ts";
 import type { LedgerEnv } from "./tx/context.ts";
 import { answerQuery } from "./query.ts";
 import { initTraining } from "./training/store.ts";
+import { initInference } from "./inference/genesis.ts";
 
 /** Options of an application instance. */
 export interface AppOptions {
@@ -123,6 +124,7 @@ export class LedgerApp {
     }
     state.setGenesisSupply(genesisSupply(g));
     initTraining(state, g.training);
+    initInference(state, g.training !== null, g.codec);
     const changes = overlay.changes();
     const head = {
       genesis_id: this.genesisId,

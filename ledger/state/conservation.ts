@@ -25,6 +25,8 @@ export const ESCROW_TABLES: Record<string, (value: JsonValue) => number> = {
   verifier_pool: (v) => v as number,
   // Reservation, claim and challenge bonds of training steps and growths (ledger/training/store.ts).
   training_job: (v) => (v as { escrow: number }).escrow,
+  // Requesters' max_price and pending responses' provider bonds (ledger/inference/store.ts).
+  inference_job: (v) => (v as { escrow: number }).escrow,
 };
 
 const ZERO: MoneySums = { genesis_supply: 0, issued: 0, balances: 0, bonds: 0, escrows: 0, burned: 0 };

@@ -13,7 +13,8 @@ import type { HandlerResult, LedgerEnv, TxContext, TxKind } from "./context.ts";
 import { transfer } from "./transfer.ts";
 import { bond, unbond, withdraw } from "./validators.ts";
 import { claim, reserve, type TrainingKind } from "./training.ts";
-import { challenge, resolve, seal, upload } from "./training_dispute.ts";
+import { challenge, resolve, seal, upload } from "./dispute.ts";
+import { infer, respond } from "./inference.ts";
 import { grow } from "./growth.ts";
 
 /** Every transaction kind of the protocol so far (training kinds also receive the txid). */
@@ -29,6 +30,8 @@ export const TX_KINDS: Readonly<Record<string, TxKind | TrainingKind>> = {
   seal,
   resolve,
   grow,
+  infer,
+  respond,
 };
 
 function check(tx: VerifiedEnvelope, state: LedgerWriter, env: LedgerEnv, chainId: string): HandlerResult {

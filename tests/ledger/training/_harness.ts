@@ -69,7 +69,7 @@ export class Net {
   /** The genesis document the ledger was opened with. */
   readonly genesis: JsonObject;
 
-  constructor(opts: { batches?: number; lr?: number; params?: JsonObject } = {}) {
+  constructor(opts: { batches?: number; lr?: number; params?: JsonObject; codec?: JsonValue } = {}) {
     this.batches = batches(opts.batches ?? 2);
     this.objects = new Map(this.model.objects);
     const funded = [sponsor, challenger, stranger, ...workers].map((k) => ({
@@ -88,7 +88,7 @@ export class Net {
         amount: 1_000_000,
       })),
       model: { manifest: this.model.manifest as unknown as JsonValue, root: this.model.root },
-      codec: null,
+      codec: opts.codec ?? null,
       vectors: null,
       training: {
         learning_rate: toHexFloat(opts.lr ?? LR),

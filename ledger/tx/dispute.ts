@@ -1,0 +1,134 @@
+/**
+ * `challenge`, `upload`, `seal` and `resolve` against a pending claim: the live training step or growth
+ * (PROTOCOL §5) or a pending inference response (§8), found by `dispute_target.ts`. The handlers compute what
+ * the claim machine cannot (the objects needed, the chunk's decoded size, the digest of the uploaded chunks,
+ * the referee's verdict on the sealed bytes), then feed the claim's lifecycle machine and apply its moves.
+ * Chunks are kept in ledger state; a sealed object's bytes stay there and are served by `GET /object/<root>`.
+ * A referee that crashes or runs out of memory rejects the `resolve` with `referee_error` and decides nothing.
+ */
+import { Buffer } from "node:buffer";
+import { sha256Stream } from "../../core/digest.ts";
+import { reject } from "../../core/errors.ts";
+import { isRoot } from "../../core/hex.ts";
+import { MAX_OBJECT_BYTES } from "../../core/limits.ts";
+import { trainingWriter } from "../training/store.ts";
+import { decodeBase64Strict, TRAINING_TX_FIELDS } from "../training/wire.ts";
+import { disputeTarget } from "./dispute_target.ts";
+import type { TrainingKind } from "./training.ts";
+
+/** The `challenge` kind. */
+export const challenge: TrainingKind = {
+  fields: TRAINING_TX_FIELDS.challenge,
+  handle(ctx) {
+    const { body } = ctx;
+    const d = disputeTarget(ctx.state, body.claim_id, ctx.env, "challenge");
+    if ("ok" in d) return d;
+    const kind = body.challenge_kind;
+    if (kind !== "fraud" && kind !== "availability") {
+      return reject("invalid_challenge", `Cannot challenge: challenge_kind is ${JSON.stringify(kind)}`);
+    }
+    const stage = body.stage as number;
+    const valid = Number.isSafeInteger(stage) && stage >= 0 && stage < d.claim.stages;
+    let needed: string[] = [];
+    if (kind === "fraud" && valid && body.object_root === null) needed = d.fraudNeeded(stage);
+    if (kind === "availability" && isRoot(body.object_root) && d.objects().has(body.object_root)) {
+      needed = [body.object_root];
+    }
+    return d.advance({
+      type: "challenge",
+      sender: ctx.sender,
+      kind,
+      stage,
+      object_root: (body.object_root ?? null) as string | null,
+      needed,
+    });
+  },
+};
+
+/** The `upload` kind. */
+export const upload: TrainingKind = {
+  fields: TRAINING_TX_FIELDS.upload,
+  handle(ctx) {
+    const { body } = ctx;
+    const d = disputeTarget(ctx.state, body.claim_id, ctx.env, "upload");
+    if ("ok" in d) return d;
+    if (!isRoot(body.object_root)) {
+      return reject("invalid_upload", "Cannot upload: object_root is not a root");
+    }
+    const bytes = decodeBase64Strict(body.data);
+    // Malformed data counts as size 0, which the machine refuses after its publisher and order checks.
+    const r = d.advance({
+      type: "upload",
+      sender: ctx.sender,
+      object_root: body.object_root,
+      index: body.index as number,
+      size: bytes?.length ?? 0,
+    });
+    if (!r.ok) return r;
+    trainingWriter(ctx.state).setUploadChunk(
+      d.claimId,
+      body.object_root,
+      body.index as number,
+      body.data as string,
+    );
+    return r;
+  },
+};
+
+/** The `seal` kind. */
+export const seal: TrainingKind = {
+  fields: TRAINING_TX_FIELDS.seal,
+  handle(ctx) {
+    const d = disputeTarget(ctx.state, ctx.body.claim_id, ctx.env, "seal");
+    if ("ok" in d) return d;
+    const root = ctx.body.object_root;
+    if (!isRoot(root)) return reject("invalid_upload", "Cannot seal: object_root is not a root");
+    const t = trainingWriter(ctx.state);
+    const up = d.claim.challenge?.uploads.find((u) => u.object_root === root);
+    const chunks: string[] = [];
+    let digest = "";
+    if (up) {
+      if (up.bytes > MAX_OBJECT_BYTES) {
+        return reject(
+          "too_large",
+          `Cannot seal object ${root}: ${up.bytes} bytes, at most ${MAX_OBJECT_BYTES}`,
+        );
+      }
+      const h = sha256Stream();
+      for (let i = 0; i < up.chunks; i++) {
+        const c = t.uploadChunk(d.claimId, root, i)!;
+        chunks.push(c);
+        h.update(new Uint8Array(Buffer.from(c, "base64")));
+      }
+      digest = h.hex();
+    }
+    const r = d.advance({ type: "seal", sender: ctx.sender, object_root: root, digest });
+    if (!r.ok) return r;
+    t.setSealed(root, chunks, up!.bytes);
+    chunks.forEach((_, i) => t.setUploadChunk(d.claimId, root, i, null));
+    return r;
+  },
+};
+
+/** The `resolve` kind: the validators run the referee on the sealed bytes. */
+export const resolve: TrainingKind = {
+  fields: TRAINING_TX_FIELDS.resolve,
+  handle(ctx) {
+    const d = disputeTarget(ctx.state, ctx.body.claim_id, ctx.env, "resolve");
+    if ("ok" in d) return d;
+    // Every check of the machine first (fraud challenge, all sealed, deadline), before any neural work.
+    const dry = d.dryResolve(ctx.sender);
+    if (!dry.ok) return dry;
+    const v = d.verdict(d.claim.challenge!);
+    if (v.verdict === "error") {
+      return reject(
+        "referee_error",
+        `Cannot resolve claim ${d.claimId}: the referee failed (${v.message})`,
+      );
+    }
+    const event = v.verdict === "match"
+      ? { type: "resolve" as const, sender: ctx.sender, verdict: "match" as const }
+      : { type: "resolve" as const, sender: ctx.sender, verdict: "mismatch" as const, what: v.what };
+    return d.advance(event);
+  },
+};
