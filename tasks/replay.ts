@@ -1,21 +1,22 @@
 /**
  * `deno task replay --journal FILE`: re-runs the workflow machines over a journal's recorded events, checks
- * every recorded state hash, and prints the first divergence (instance, event index, event, expected and
- * actual state). Exits 0 when the journal replays cleanly, 1 on a divergence, 2 on a usage mistake.
+ * every recorded state hash, and prints the first divergence (instance, event index, event, the paths that
+ * differ, expected and actual state). Exits 0 when the journal replays cleanly, 1 on a divergence, 2 on a usage mistake.
  */
 import { canonical } from "../core/canonical.ts";
 import { Journal } from "../actors/runtime/journal.ts";
 import { loadMachines } from "../actors/runtime/machine_modules.ts";
 import { MACHINES } from "../workflows/registry.ts";
-import { formatDivergence, replayJournal } from "../actors/runtime/replay.ts";
+import { divergenceJson, formatDivergence, replayJournal } from "../actors/runtime/replay.ts";
 import { parse, required, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task replay --journal FILE [options]
        deno task replay FILE [options]
 
 Replay every workflow instance of an actor journal through its pure machine and check each recorded
-state hash. The first divergence is printed with the instance, the event index, the event, and the
-expected (recorded) and actual (recomputed) state and hash.
+state hash. The first divergence is printed with the instance, the event index, the event, the paths
+at which the expected (recorded) and actual (recomputed) states differ, then both states whole and
+their hashes.
 
 Options:
   --journal FILE      the journal.sqlite of an actor (opened read-only)
@@ -63,7 +64,7 @@ async function main(): Promise<void> {
             state_hash: i.stateHash,
           })),
         }
-        : { ok: false, divergence: { ...report.divergence } },
+        : { ok: false, divergence: divergenceJson(report.divergence) },
     ));
   } else if (report.ok) {
     for (const i of report.value) {

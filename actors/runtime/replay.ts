@@ -3,8 +3,8 @@
  *
  * Used twice: by `DurableActor.open` to rebuild each instance's state on restart (a divergence stops the
  * actor), and by `deno task replay` for a tester who wants to see exactly where a journal and the machines
- * disagree. The first divergence is reported with the instance, the event index, the event, and the expected
- * (recorded) and actual (recomputed) state and hash.
+ * disagree. The first divergence is reported with the instance, the event index, the event, the paths at which
+ * the expected (recorded) and actual (recomputed) states differ, and both states whole with their hashes.
  *
  * @example
  * ```ts
@@ -14,7 +14,8 @@
  * if (!report.ok) console.log(formatDivergence(report.divergence));
  * ```
  */
-import { canonical, type JsonValue } from "../../core/canonical.ts";
+import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
+import { jsonDiff } from "../../core/json_diff.ts";
 import { createHash } from "node:crypto";
 import { ProtocolError } from "../../core/errors.ts";
 import type { Machine, MachineEnv, MachineEvent, MachineState } from "../../workflows/machine.ts";
@@ -217,13 +218,31 @@ export function replayJournal(
   return { ok: true, value: out };
 }
 
-/** A person-readable report of a divergence, one fact per line. */
+/**
+ * The paths at which a divergence's expected and actual states differ (see `core/json_diff.ts`), or an empty
+ * list when either state is missing or is not JSON.
+ */
+export function stateDifferences(d: Divergence): string[] {
+  if (d.expectedState === null || d.actualState === null) return [];
+  try {
+    return jsonDiff(parseJson(d.expectedState), parseJson(d.actualState));
+  } catch {
+    return [];
+  }
+}
+
+/** A person-readable report of a divergence, one fact per line: what differs first, then both states whole. */
 export function formatDivergence(d: Divergence): string {
   const lines = [
     `Replay diverges in instance ${d.instance} (${d.machine})` +
     (d.index === null ? "" : ` at event #${d.index}`) + `: ${d.reason}`,
   ];
   if (d.event !== null) lines.push(`  event:          ${d.event}`);
+  const differences = stateDifferences(d);
+  if (differences.length > 0) {
+    lines.push("  differences (expected = recorded, actual = recomputed):");
+    for (const line of differences) lines.push(`    ${line}`);
+  }
   if (d.expectedState !== null) lines.push(`  expected state: ${d.expectedState}`);
   if (d.expectedHash !== null) lines.push(`  expected hash:  ${d.expectedHash}`);
   if (d.actualState !== null) lines.push(`  actual state:   ${d.actualState}`);
@@ -231,7 +250,7 @@ export function formatDivergence(d: Divergence): string {
   return lines.join("\n");
 }
 
-/** The divergence as a JSON value (for `--json` output). */
+/** The divergence as a JSON value (for `--json` output), with the differing paths as `differences`. */
 export function divergenceJson(d: Divergence): JsonValue {
-  return { ...d };
+  return { ...d, differences: stateDifferences(d) };
 }

@@ -63,10 +63,19 @@ function corrupted(source: string, name: string, sql: string): string {
   return path;
 }
 
-function report(index: number, reason: string, event: string, expected: string, actual: string): string {
+function report(
+  index: number,
+  reason: string,
+  event: string,
+  expected: string,
+  actual: string,
+  difference: string,
+): string {
   return [
     `Replay diverges in instance tally (counter v1) at event #${index}: ${reason}`,
     `  event:          ${event}`,
+    "  differences (expected = recorded, actual = recomputed):",
+    `    ${difference}`,
     `  expected state: ${expected}`,
     `  expected hash:  ${hash(expected)}`,
     `  actual state:   ${actual}`,
@@ -98,6 +107,7 @@ Deno.test("replay of journals corrupted three ways stops at the first divergent 
       '{"by":7,"type":"add"}',
       '{"n":2,"status":"open"}',
       '{"n":8,"status":"open"}',
+      "n: expected 2, actual 8",
     ),
   );
 
@@ -117,6 +127,7 @@ Deno.test("replay of journals corrupted three ways stops at the first divergent 
       '{"by":2,"type":"add"}',
       '{"n":4,"status":"open"}',
       '{"n":3,"status":"open"}',
+      "n: expected 4, actual 3",
     ),
   );
 
@@ -137,12 +148,14 @@ Deno.test("replay of journals corrupted three ways stops at the first divergent 
       '{"by":1,"type":"add"}',
       '{"n":2,"status":"open"}',
       '{"n":3,"status":"open"}',
+      "n: expected 2, actual 3",
     ),
   );
   const addedJson = await replay(added, true);
   assert.equal(addedJson.code, 1);
   const doc = JSON.parse(addedJson.stdout);
   assert.deepEqual([doc.ok, doc.divergence.index, doc.divergence.instance], [false, 2, "tally"]);
+  assert.deepEqual(doc.divergence.differences, ["n: expected 2, actual 3"]);
 });
 
 Deno.test("replay finds the project's machines in workflows/registry.ts without --machines", async () => {

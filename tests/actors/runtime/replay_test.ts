@@ -73,6 +73,8 @@ Deno.test("a changed event is caught at its index with expected and actual state
     [
       "Replay diverges in instance c (counter v1) at event #2: the state after the event differs",
       '  event:          {"by":7,"type":"add"}',
+      "  differences (expected = recorded, actual = recomputed):",
+      "    n: expected 6, actual 10",
       '  expected state: {"n":6,"status":"open"}',
       `  expected hash:  ${d.expectedHash}`,
       '  actual state:   {"n":10,"status":"open"}',
