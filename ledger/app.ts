@@ -124,7 +124,7 @@ export class LedgerApp {
     }
     state.setGenesisSupply(genesisSupply(g));
     initTraining(state, g.training);
-    initInference(state, g.training !== null, g.codec);
+    initInference(state, g.training !== null, g.codec, g.params);
     const changes = overlay.changes();
     const head = {
       genesis_id: this.genesisId,

@@ -17,6 +17,7 @@ import { type Manifest, parseManifest } from "../../kernels/manifest.ts";
 import { envelopeBytes, signBody, type TxBody } from "../../ledger/envelope.ts";
 import type { AccountKey } from "../../ledger/keys.ts";
 import type { ClaimAnswer, LifecycleAnswer, TrainingTxKind } from "../../ledger/training/wire.ts";
+import type { INFERENCE_TX_FIELDS, JobAnswer, LiveJobsAnswer } from "../../ledger/inference/wire.ts";
 import { TransportClient } from "../runtime/transport.ts";
 
 /** A read-only client of one validator's RPC, plus transaction signing. */
@@ -61,6 +62,30 @@ export class ChainClient {
     }
   }
 
+  /** `/inference?id=`: a live job or a retained result with its last response's metadata; null when unknown. */
+  async inference(jobId: string): Promise<JobAnswer | null> {
+    return await this.#orNull(`/inference?id=${jobId}`) as JobAnswer | null;
+  }
+
+  /** `/inference?claim=`: the job a response (by its claim id) answers; null when unknown. */
+  async inferenceOfClaim(claimId: string): Promise<JobAnswer | null> {
+    return await this.#orNull(`/inference?claim=${claimId}`) as JobAnswer | null;
+  }
+
+  /** `/inference[?provider=]`: the codec's EOS id and the live jobs (of `provider` when given), no metadata. */
+  async inferenceLive(provider?: string): Promise<LiveJobsAnswer> {
+    return await this.http.json("GET", provider ? `/inference?provider=${provider}` : "/inference") as never;
+  }
+
+  async #orNull(path: string): Promise<JsonValue | null> {
+    try {
+      return await this.http.json("GET", path);
+    } catch (e) {
+      if (e instanceof ProtocolError && e.code === "not_found") return null;
+      throw e;
+    }
+  }
+
   /** `/object/<root>`: sealed upload bytes, or null when not sealed. */
   async object(root: string): Promise<Uint8Array | null> {
     try {
@@ -76,8 +101,12 @@ export class ChainClient {
     return await this.http.json("GET", `/block?height=${height}`) as JsonObject;
   }
 
-  /** Signs a training transaction of `kind` with `fields` at the account's next nonce; the exact bytes. */
-  async sign(key: AccountKey, kind: TrainingTxKind, fields: JsonObject): Promise<Uint8Array> {
+  /** Signs a training or inference transaction of `kind` with `fields` at the account's next nonce; the exact bytes. */
+  async sign(
+    key: AccountKey,
+    kind: TrainingTxKind | keyof typeof INFERENCE_TX_FIELDS,
+    fields: JsonObject,
+  ): Promise<Uint8Array> {
     const [{ chain_id }, { nonce }] = await Promise.all([this.status(), this.account(key.accountId)]);
     const body = { ...fields, kind, chain_id, nonce } as TxBody;
     return envelopeBytes(signBody(body, key));

@@ -8,6 +8,8 @@ import { type JsonValue } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import { validateManifest } from "../../text/codec_manifest.ts";
 import type { LedgerWriter } from "../state/accessors.ts";
+import { MAX_NEW_TOKENS } from "../../workflows/inference.ts";
+import type { WorkflowParams } from "../../workflows/params.ts";
 import { inferenceWriter } from "./store.ts";
 
 /** The EOS id of a genesis `codec` field (null when the genesis pins no codec); `invalid_value` if malformed. */
@@ -21,8 +23,21 @@ export function codecEosId(codec: JsonValue): number | null {
   }
 }
 
-/** Writes the inference facts of a chain with a model: the EOS id, no live jobs, nothing retained. */
-export function initInference(state: LedgerWriter, hasModel: boolean, codec: JsonValue): void {
+/** Writes the inference facts of a chain with a model: the EOS id, the terms, no live jobs, nothing retained. */
+export function initInference(
+  state: LedgerWriter,
+  hasModel: boolean,
+  codec: JsonValue,
+  params: WorkflowParams,
+): void {
   if (!hasModel) return;
-  inferenceWriter(state).setFacts({ eos_id: codecEosId(codec), live: [], retained: 0 });
+  const terms = {
+    price_per_token: params.price_per_token,
+    provider_bond: params.provider_bond,
+    min_inference_blocks: params.min_inference_blocks,
+    max_inference_blocks: params.max_inference_blocks,
+    challenge_blocks: params.challenge_blocks,
+    max_new_tokens: MAX_NEW_TOKENS,
+  };
+  inferenceWriter(state).setFacts({ eos_id: codecEosId(codec), terms, live: [], retained: 0 });
 }

@@ -28,10 +28,22 @@ export const MAX_RETAINED_JOBS = 256;
 export interface InferenceFacts {
   /** The EOS id of the genesis codec, or null when the chain pins no codec (then only the limit stops). */
   readonly eos_id: number | null;
+  /** What a request costs and how long it may stay open (genesis params, for clients). */
+  readonly terms: InferenceTerms;
   /** Live job ids, sorted. */
   readonly live: string[];
   /** Ended jobs kept in `inference_result`. */
   readonly retained: number;
+}
+
+/** The genesis terms of paid inference, as `/inference` shows them to clients. */
+export interface InferenceTerms {
+  readonly price_per_token: number;
+  readonly provider_bond: number;
+  readonly min_inference_blocks: number;
+  readonly max_inference_blocks: number;
+  readonly challenge_blocks: number;
+  readonly max_new_tokens: number;
 }
 
 /** One paid request, from `infer` to its end. */

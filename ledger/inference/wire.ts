@@ -57,8 +57,7 @@ export function responseMetadata(proof: GenerationProof): JsonObject {
  * `GET /inference?id=<job id>` (a live job or a retained result): `{job_id, live, ended, escrow, claims,
  * state, metadata}` where `state` is the `workflows/inference.ts` state (`status` requested | responded |
  * settled | refuted | reopened | expired, `job`, `response`, `claim`, `moves`, `reason` when refuted).
- * `GET /inference?provider=<id>` and `GET /inference` answer `{height, jobs: [JobAnswer without metadata]}` for
- * the live jobs (of that provider), sorted by job id.
+ * `GET /inference?claim=<respond txid>` answers the same for the job that response answers.
  */
 export interface JobAnswer extends JsonObject {
   job_id: string;
@@ -68,4 +67,16 @@ export interface JobAnswer extends JsonObject {
   claims: string[];
   state: JsonObject;
   metadata: JsonObject | null;
+}
+
+/**
+ * `GET /inference?provider=<id>` and `GET /inference`: the chain codec's EOS id (null without a codec), the terms and the
+ * live jobs (of that provider), sorted by job id, each a `JobAnswer` with `metadata: null`.
+ */
+export interface LiveJobsAnswer extends JsonObject {
+  height: number;
+  eos_id: number | null;
+  /** `{price_per_token, provider_bond, min_inference_blocks, max_inference_blocks, challenge_blocks, max_new_tokens}`, null on a chain without a model. */
+  terms: JsonObject | null;
+  jobs: JobAnswer[];
 }

@@ -1,0 +1,116 @@
+/**
+ * The Provider's computation of one answer (PROTOCOL §8.1): greedy generation with the pinned model and the
+ * deterministic kernels (`kernels/generation.ts`, the existing entry point), then the generation record from
+ * one prefill over prompt + output, split by partition. Every activation the record commits is stored in the
+ * provider's object store, so it can answer availability challenges. With `forge: "token"` (tests and the
+ * devnet) the first generated token is replaced by another id and the rest generated honestly after it: the
+ * record then passes every graph check and only the head referee can refute it.
+ *
+ * @example
+ * ```ts
+ * import { computeAnswer } from "./answer.ts";
+ * // const a = await computeAnswer(store, models, { model_root, prompt_ids: [1, 2, 3], max_tokens: 8, eos_id: 2 }, null, null);
+ * // a.tokens, a.record_root, a.metadata
+ * ```
+ */
+import type { JsonObject } from "../../core/canonical.ts";
+import { ProtocolError } from "../../core/errors.ts";
+import type { ObjectStore } from "../../core/object_store.ts";
+import { generate } from "../../kernels/generation.ts";
+import { generationRecord } from "../../kernels/generation_record.ts";
+import { loadModel, type Manifest } from "../../kernels/manifest.ts";
+import { blockName, type Model } from "../../kernels/model.ts";
+import { place } from "../../kernels/placement.ts";
+import { responseMetadata } from "../../ledger/inference/wire.ts";
+
+/** What the provider may forge (tests and the devnet only). */
+export type ProviderForge = "token" | null;
+
+/** The job facts an answer needs. */
+export interface AnswerInput {
+  readonly model_root: string;
+  readonly prompt_ids: readonly number[];
+  readonly max_tokens: number;
+  readonly eos_id: number | null;
+}
+
+/** A computed answer, as journaled before it is submitted. */
+export interface Answer extends JsonObject {
+  tokens: number[];
+  record_root: string;
+  metadata: JsonObject;
+  forged: boolean;
+  compute_ms: number;
+}
+
+/** Models loaded from the store, by root (a provider serves one or two models at a time). */
+export class ModelCache {
+  readonly #models = new Map<string, Model & { manifest: Manifest }>();
+  constructor(readonly store: ObjectStore, readonly limit = 2) {}
+
+  /** The model under `root`, loaded once. */
+  async get(root: string): Promise<Model & { manifest: Manifest }> {
+    let m = this.#models.get(root);
+    if (!m) {
+      if (!(await this.store.has(root))) {
+        throw new ProtocolError(
+          "object_not_found",
+          `Cannot answer: model ${root} is not in the provider's store`,
+        );
+      }
+      m = await loadModel(this.store, root);
+      if (this.#models.size >= this.limit) this.#models.delete(this.#models.keys().next().value!);
+      this.#models.set(root, m);
+    }
+    return m;
+  }
+}
+
+/** Generates, records and stores one answer; `capacities` split it by partition (default one partition). */
+export async function computeAnswer(
+  models: ModelCache,
+  input: AnswerInput,
+  forge: ProviderForge,
+  capacities: readonly number[] | null,
+): Promise<Answer> {
+  const started = performance.now();
+  const model = await models.get(input.model_root);
+  const c = model.config;
+  let tokens = generate(model, input.prompt_ids, input.max_tokens, input.eos_id ?? undefined).tokens;
+  if (forge === "token") {
+    let first = (tokens[0]! + 1) % c.vocab_size;
+    if (first === input.eos_id) first = (first + 1) % c.vocab_size;
+    const rest = input.max_tokens > 1
+      ? generate(model, [...input.prompt_ids, first], input.max_tokens - 1, input.eos_id ?? undefined).tokens
+      : [];
+    tokens = [first, ...rest];
+  }
+  const partitions = capacities === null ? [whole(model)] : place(c, capacities);
+  const proof = generationRecord(
+    model,
+    input.model_root,
+    input.prompt_ids,
+    tokens,
+    { max_tokens: input.max_tokens, eos_id: input.eos_id },
+    partitions,
+  );
+  if (forge === null && proof.computed.join(",") !== tokens.join(",")) {
+    throw new ProtocolError(
+      "internal_error",
+      `Cannot answer: the prefill chose ${proof.computed.join(",")}, generation ${tokens.join(",")}`,
+    );
+  }
+  for (const bytes of proof.objects.values()) await models.store.put(bytes);
+  return {
+    tokens,
+    record_root: proof.recordRoot,
+    metadata: responseMetadata(proof),
+    forged: forge !== null,
+    compute_ms: Math.round(performance.now() - started),
+  };
+}
+
+/** One partition holding the whole model: embed, norm, then every block. */
+function whole(model: Model): string[] {
+  return ["embed", "norm", ...Array.from({ length: model.config.num_hidden_layers }, (_, i) => blockName(i))];
+}
