@@ -17,8 +17,8 @@
 import { hasExactKeys, isObject, type JsonValue } from "../core/canonical.ts";
 import { id } from "../core/digest.ts";
 import { reject, type Rejection } from "../core/errors.ts";
-import { isRoot } from "../core/hex.ts";
 import { configFromJson } from "./config.ts";
+import { checkPartitionChain } from "./forward_graph.ts";
 import {
   GENERATION_FORMAT,
   type GenerationRecord,
@@ -27,7 +27,6 @@ import {
   prefillIds,
 } from "./generation_record.ts";
 import type { Manifest } from "./manifest.ts";
-import { blockIndex } from "./model.ts";
 
 /** What the record must answer. */
 export interface GenerationExpect {
@@ -52,12 +51,6 @@ const RECORD_KEYS = [
 
 function sameInts(a: unknown, b: readonly number[]): boolean {
   return Array.isArray(a) && a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-function modelOrder(names: readonly string[]): string[] {
-  const rank = (n: string) =>
-    n === "embed" ? -2 : n === "norm" ? -1 : blockIndex(n) >= 0 ? blockIndex(n) : Infinity;
-  return [...names].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** Runs every graph check; `invalid_record` naming the first that fails. */
@@ -108,41 +101,9 @@ export function checkGeneration(
     return fail(`${ids.length} positions, at most ${config.max_position_embeddings}`);
   }
   if (r.input !== id(ids)) return fail("input is not the id of prompt ++ tokens[0..n-2]");
-  const S = traces.length;
-  if (!Array.isArray(r.traces) || r.traces.length !== S || S < 1) return fail(`has ${S} partition traces`);
-  const typed: PartitionTrace[] = [];
-  for (let i = 0; i < S; i++) {
-    const t = traces[i];
-    if (!isObject(t) || !hasExactKeys(t, ["phase", "partition", "input", "output"])) {
-      return fail(`trace ${i} has the wrong fields`);
-    }
-    if (id(t) !== r.traces[i]) return fail(`trace ${i} does not match its id`);
-    const p = t as unknown as PartitionTrace;
-    if (p.phase !== "forward" || !isRoot(p.input) || !isRoot(p.output)) {
-      return fail(`trace ${i} is malformed`);
-    }
-    if (
-      !Array.isArray(p.partition) || p.partition.length === 0 ||
-      !p.partition.every((x) => typeof x === "string")
-    ) {
-      return fail(`trace ${i} partition is malformed`);
-    }
-    const want = i === 0 ? r.input : typed[i - 1]!.output;
-    if (p.input !== want) {
-      return fail(
-        `partition ${i} input is not ${i === 0 ? "the prefill ids" : `partition ${i - 1}'s output`}`,
-      );
-    }
-    typed.push(p);
-  }
-  const order = typed.flatMap((t) => t.partition);
-  const expected = modelOrder(Object.keys(manifest.components));
-  if (order.join(",") !== expected.join(",")) {
-    return fail(`partitions cover ${order.join(",")}, expected ${expected.join(",")} in that order`);
-  }
-  if (typed[0]!.partition[0] !== "embed" || typed[0]!.partition[1] !== "norm") {
-    return fail("partition 0 must own embed and norm");
-  }
+  const chain = checkPartitionChain(r.traces, traces, r.input, manifest);
+  if (!chain.ok) return fail(chain.why.replace("the record's input", "the prefill ids"));
+  const typed = chain.traces, S = typed.length;
   if (!isObject(head) || !hasExactKeys(head, ["phase", "input", "first", "argmax"]) || id(head) !== r.head) {
     return fail("the head trace is malformed or does not match its id");
   }

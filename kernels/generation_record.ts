@@ -22,26 +22,17 @@
  * ```
  */
 import type { JsonValue } from "../core/canonical.ts";
-import { id, sha256Hex } from "../core/digest.ts";
+import { id } from "../core/digest.ts";
 import { ProtocolError } from "../core/errors.ts";
-import { headDim } from "./config.ts";
 import { argmax } from "./cross_entropy.ts";
+import { forwardPartitions, forwardShape, type PartitionTrace } from "./forward_graph.ts";
 import { headLogits } from "./head.ts";
 import type { Model } from "./model.ts";
-import { rotaryTables } from "./rotary.ts";
-import { writeValue } from "./safetensors.ts";
-import { stageForward } from "./stage.ts";
 
 /** The format tag of a generation record. */
 export const GENERATION_FORMAT = "neuroshard-generation-v1";
 
-/** One partition's forward trace of the prefill. */
-export interface PartitionTrace {
-  readonly phase: "forward";
-  readonly partition: string[];
-  readonly input: string;
-  readonly output: string;
-}
+export type { PartitionTrace } from "./forward_graph.ts";
 
 /** The head trace: final hidden state → the argmax of every generated position. */
 export interface HeadTrace {
@@ -115,29 +106,10 @@ export function generationRecord(
       `Cannot record generation: ${n} tokens after ${P} prompt ids, at most ${c.max_position_embeddings} positions`,
     );
   }
-  const shape = {
-    config: c,
-    B: 1,
-    T,
-    ids: Int32Array.from(ids),
-    tables: rotaryTables(T, headDim(c), c.rope_theta),
-  };
-  const act = [1, T, c.hidden_size];
-  const objects = new Map<string, Uint8Array>();
-  const traces: PartitionTrace[] = [];
-  let x: Float32Array | null = null; // x: [T, C]
-  let input = id(ids);
-  for (const partition of partitions) {
-    const components = Object.fromEntries(partition.map((name) => [name, model.components[name]!]));
-    const out: Float32Array = stageForward(shape, partition, components, x).output;
-    const bytes = writeValue({ shape: act, data: out });
-    const output = sha256Hex(bytes);
-    objects.set(output, bytes);
-    traces.push({ phase: "forward", partition: [...partition], input, output });
-    x = out;
-    input = output;
-  }
-  const computed = headArgmax(model, x!, P - 1, T);
+  const graph = forwardPartitions(model, forwardShape(c, 1, T, ids), partitions, id(ids));
+  const { traces, objects } = graph;
+  const input = traces[traces.length - 1]!.output;
+  const computed = headArgmax(model, graph.hidden, P - 1, T);
   const head: HeadTrace = { phase: "head", input, first: P - 1, argmax: [...tokens] };
   const record: GenerationRecord = {
     format: GENERATION_FORMAT,

@@ -20,9 +20,10 @@
  * ```
  */
 import type { JsonValue } from "../core/canonical.ts";
-import { id, sha256Hex } from "../core/digest.ts";
+import { id } from "../core/digest.ts";
 import { ProtocolError } from "../core/errors.ts";
-import { configFromJson, headDim } from "./config.ts";
+import { configFromJson } from "./config.ts";
+import { partitionNeeded, replayPartition, sealedComponents } from "./forward_graph.ts";
 import {
   type GenerationRecord,
   type HeadTrace,
@@ -30,11 +31,9 @@ import {
   prefillIds,
 } from "./generation_record.ts";
 import { headArgmax } from "./generation_record.ts";
-import { type Manifest, readComponent } from "./manifest.ts";
+import type { Manifest } from "./manifest.ts";
 import { fetchChecked, Mismatch, phase, type Verdict } from "./referee.ts";
-import { rotaryTables } from "./rotary.ts";
-import { readValue, type Tensors, writeValue } from "./safetensors.ts";
-import { stageForward } from "./stage.ts";
+import { readValue } from "./safetensors.ts";
 
 /** A generation record with its traces, and the bytes sealed for one stage. */
 export interface GenerationReplay {
@@ -54,13 +53,8 @@ export function generationNeeded(
   head: HeadTrace,
   stage: number,
 ): string[] {
-  const roots = stage === traces.length
-    ? [manifest.components.embed!, manifest.components.norm!, head.input]
-    : [
-      ...traces[stage]!.partition.map((n) => manifest.components[n]!),
-      ...(stage > 0 ? [traces[stage]!.input] : []),
-    ];
-  return [...new Set(roots)].sort();
+  if (stage !== traces.length) return partitionNeeded(manifest, traces, stage);
+  return [...new Set([manifest.components.embed!, manifest.components.norm!, head.input])].sort();
 }
 
 /** Every object a record commits that an availability challenge may name: each partition's output. */
@@ -72,7 +66,7 @@ export function generationObjects(traces: readonly PartitionTrace[]): Set<string
 export function replayGeneration(input: GenerationReplay): Verdict {
   try {
     if (input.stage === input.traces.length) replayHead(input);
-    else replayPartition(input);
+    else replayGenerationPartition(input);
     return { verdict: "match" };
   } catch (e) {
     if (e instanceof Mismatch) return { verdict: "mismatch", what: e.what, message: e.message };
@@ -80,44 +74,17 @@ export function replayGeneration(input: GenerationReplay): Verdict {
   }
 }
 
-function components(input: GenerationReplay, names: readonly string[]): Record<string, Tensors> {
-  const config = configFromJson(input.manifest.config as unknown as JsonValue);
-  const out: Record<string, Tensors> = {};
-  for (const name of names) {
-    const root = input.manifest.components[name];
-    out[name] = readComponent(config, name, fetchChecked(input, root, `component ${name}`));
-  }
-  return out;
-}
-
-function replayPartition(input: GenerationReplay): void {
+function replayGenerationPartition(input: GenerationReplay): void {
   const { record, stage } = input;
   const trace = input.traces[stage]!;
-  phase("forward output", () => {
-    const config = configFromJson(input.manifest.config as unknown as JsonValue);
-    const ids = prefillIds(record.prompt_ids, record.tokens);
-    if (stage === 0 && trace.input !== id(ids)) {
-      throw new ProtocolError("invalid_record", "Cannot replay: partition 0 input is not the prefill ids");
-    }
-    const T = ids.length, act = [1, T, config.hidden_size];
-    const parts = components(input, trace.partition);
-    const x = stage === 0 ? null : readValue(fetchChecked(input, trace.input, "input activation"), act).data;
-    const shape = {
-      config,
-      B: 1,
-      T,
-      ids: Int32Array.from(ids),
-      tables: rotaryTables(T, headDim(config), config.rope_theta),
-    };
-    const out = stageForward(shape, trace.partition, parts, x).output;
-    const root = sha256Hex(writeValue({ shape: act, data: out }));
-    if (root !== trace.output) {
-      throw new ProtocolError(
-        "invalid_record",
-        `Cannot replay: output is ${root}, committed ${trace.output}`,
-      );
-    }
-  });
+  const ids = prefillIds(record.prompt_ids, record.tokens);
+  if (stage === 0 && trace.input !== id(ids)) {
+    throw new Mismatch(
+      "forward output",
+      "invalid_record: Cannot replay: partition 0 input is not the prefill ids",
+    );
+  }
+  replayPartition(input.manifest, trace, stage, { B: 1, T: ids.length, ids }, input.fetch);
 }
 
 function replayHead(input: GenerationReplay): void {
@@ -125,7 +92,7 @@ function replayHead(input: GenerationReplay): void {
   phase("generated token", () => {
     const config = configFromJson(input.manifest.config as unknown as JsonValue);
     const T = record.prompt_ids.length + record.tokens.length - 1;
-    const parts = components(input, ["embed", "norm"]);
+    const parts = sealedComponents(input.manifest, ["embed", "norm"], input.fetch);
     const hidden = readValue(fetchChecked(input, head.input, "final hidden state"), [
       1,
       T,

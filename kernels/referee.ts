@@ -28,14 +28,17 @@ import type { StageTrace } from "./trace.ts";
 
 /**
  * What a mismatch names, in the order they are checked; a generation's head names `generated token`
- * (kernels/generation_referee.ts).
+ * (kernels/generation_referee.ts), a score's head `window loss` then `next-token argmax`
+ * (kernels/score_referee.ts).
  */
 export type Forgery =
   | "forward output"
   | "loss or head gradient"
   | "backward gradient"
   | "optimizer update"
-  | "generated token";
+  | "generated token"
+  | "window loss"
+  | "next-token argmax";
 
 /** The referee's answer. */
 export type Verdict =

@@ -10,13 +10,15 @@ import { MAX_UPLOAD_CHUNKS, UPLOAD_CHUNK_BYTES } from "../core/limits.ts";
 import { burn, lock, type Move, nonZero, release, slashSplit } from "./money.ts";
 import type { WorkflowParams } from "./params.ts";
 
-/** What the referee may name as forged, in the order it compares (§10.5; a generation's head, §8.1). */
+/** What the referee may name as forged, in the order it compares (§10.5; a generation's head, §8.1; a score's head, §7). */
 export const FORGED_PARTS = [
   "forward output",
   "loss or head gradient",
   "backward gradient",
   "optimizer update",
   "generated token",
+  "window loss",
+  "next-token argmax",
 ] as const;
 
 /** One object being uploaded for a challenge: chunks so far and their total bytes. */
