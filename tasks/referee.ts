@@ -6,11 +6,13 @@ import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts
 import { Referee, type RefereeEvent, type RefereeStatus } from "../actors/referee/referee.ts";
 import { integerOption, parse, required, runTask } from "./_cli.ts";
 
-const HELP = `deno task referee --home DIR --rpc URL --workers FILE [--json] [--once]
+const HELP = `deno task referee --home DIR --rpc URL [--workers FILE] [--json] [--once]
 
-Run a Referee: scans every committed block for claims (training steps and growths), fetches each claim's
+Run a Referee: scans every committed block for claims (training steps, growths and inference responses),
+fetches each claim's
 objects from the workers (or the chain's sealed uploads), replays every stage with the deterministic
-kernels (a growth: the grown manifest from the parent's last block) and, on a mismatch, files a
+kernels (a growth: the grown manifest from the parent's last block; a response: each partition of its
+prefill and its head, from the pinned model in DIR/objects) and, on a mismatch, files a
 fraud challenge, uploads the stage's needed objects in 1 MiB chunks, seals them and calls resolve; an object
 nobody serves gets an availability challenge. Every check and challenge is journaled in DIR/journal.sqlite.
 
@@ -21,7 +23,8 @@ challenges=<n>" whenever it changes (one JSON object per line with --json).
 Options:
   --home DIR        referee directory (account.key created if missing; fund it for challenge bonds)
   --rpc URL         a validator's RPC URL
-  --workers FILE    JSON array of {url, token | token_file} the referee fetches objects from
+  --workers FILE    JSON array of {url, token | token_file} the referee fetches objects from (default
+                    none: its own store and the chain's sealed uploads)
   --poll-ms N       pause between passes (default 300)
   --once            one pass, print the status, exit
   --json            machine-readable lines
@@ -40,9 +43,9 @@ async function main(): Promise<void> {
   if (values.help) return console.log(HELP);
   const homeDir = required(values.home, "home");
   const rpc = required(values.rpc, "rpc");
-  const workersFile = required(values.workers, "workers");
+  const workersFile = values.workers;
   const pollMs = integerOption(values["poll-ms"], "poll-ms", { fallback: 300 });
-  const entries = await readWorkersFile(workersFile);
+  const entries = workersFile === undefined ? [] : await readWorkersFile(workersFile);
   const home = await openHome(homeDir);
   const emit = (e: RefereeEvent | RefereeStatus) => {
     if (values.json) return console.log(canonical(e));

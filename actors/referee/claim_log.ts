@@ -23,8 +23,8 @@ CREATE TABLE IF NOT EXISTS referee_claims(
 /** One claim the referee knows. */
 export interface ClaimRow {
   readonly claim_id: string;
-  /** `training` (a \`claim\` transaction) or `growth` (a \`grow\`). */
-  readonly kind: "training" | "growth";
+  /** `training` (a \`claim\` transaction), `growth` (a \`grow\`) or `response` (a \`respond\`). */
+  readonly kind: "training" | "growth" | "response";
   readonly height: number;
   readonly stages: number | null;
   readonly outcome: string | null;
@@ -33,10 +33,10 @@ export interface ClaimRow {
 /** A claim found in a block. */
 export interface FoundClaim {
   readonly id: string;
-  readonly kind: "training" | "growth";
+  readonly kind: "training" | "growth" | "response";
 }
 
-/** The claims a committed block created (`claim` and `grow` transactions whose result is ok). */
+/** The claims a committed block created (`claim`, `grow` and `respond` transactions whose result is ok). */
 export function claimsOfBlock(
   answer: { block: { txs: JsonValue[] }; results: { ok: boolean }[] },
 ): FoundClaim[] {
@@ -46,6 +46,7 @@ export function claimsOfBlock(
     if (answer.results[i]?.ok !== true) return;
     if (env.body?.kind === "claim") found.push({ id: txid(env as never), kind: "training" });
     if (env.body?.kind === "grow") found.push({ id: txid(env as never), kind: "growth" });
+    if (env.body?.kind === "respond") found.push({ id: txid(env as never), kind: "response" });
   });
   return found;
 }

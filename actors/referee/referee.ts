@@ -1,8 +1,9 @@
 /**
- * The Referee actor (ARCHITECTURE "Actors", PROTOCOL §5, §10.5): the honest online observer. It scans every
- * committed block for `claim` and `grow` transactions (so it sees every claim, even those made while it was
- * down), checks every stage of every training claim with the kernels' referee (a growth: its grown manifest
- * from the parent's last block, `replayGrowth`), and on a mismatch files a fraud challenge,
+ * The Referee actor (ARCHITECTURE "Actors", PROTOCOL §5, §8.1, §10.5): the honest online observer. It scans
+ * every committed block for `claim`, `grow` and `respond` transactions (so it sees every claim, even those
+ * made while it was down), checks every stage of every training claim with the kernels' referee (a growth:
+ * its grown manifest from the parent's last block, `replayGrowth`; an inference response: each partition of
+ * its prefill and its head, `check_response.ts`), and on a mismatch files a fraud challenge,
  * uploads the stage's needed objects in 1 MiB chunks, seals them and calls `resolve`; an object nobody
  * serves gets an availability challenge. It reports how far behind it is: blocks not yet scanned and stages
  * not yet checked.
@@ -38,6 +39,7 @@ import { type Assignment, reserve, training } from "../../workflows/training.ts"
 import { type ChainSetup, findChainSetup } from "../common/chain_setup.ts";
 import { JobTrack } from "../common/job_track.ts";
 import { checkGrowth, type CheckSources, checkStage, claimRecord, type StageVerdict } from "./check.ts";
+import { checkResponseStage, responseRecord } from "./check_response.ts";
 import { ClaimLog, type ClaimRow, claimsOfBlock } from "./claim_log.ts";
 import { dispute } from "./dispute.ts";
 
@@ -71,7 +73,9 @@ export interface RefereeSetup {
   readonly emit: (e: RefereeEvent | RefereeStatus) => void;
 }
 
-const LIVE = new Set(["claimed", "challenged", "uploading", "resolving"]);
+const LIVE = new Set(["claimed", "challenged", "uploading", "resolving", "responded"]);
+/** Ends of a claim that mean it was refuted (a training claim rejected, an inference response refuted). */
+const CAUGHT = new Set(["rejected", "refuted", "reopened"]);
 
 /** A referee over one home. */
 export class Referee {
@@ -100,6 +104,7 @@ export class Referee {
       handlers: {
         check: async (_ctx, input) => {
           const { claim_id, stage, kind } = input as { claim_id: string; stage: number; kind?: string };
+          if (kind === "response") return await checkResponseStage(src, claim_id, stage);
           return kind === "growth"
             ? await checkGrowth(src, claim_id)
             : await checkStage(src, claim_id, stage);
@@ -200,7 +205,14 @@ export class Referee {
 
   private async handleClaim(c: ClaimRow): Promise<void> {
     let stages = 1, state: JsonObject;
-    if (c.kind === "growth") {
+    if (c.kind === "response") {
+      const r = await responseRecord(this.setup.chain, c.claim_id);
+      if (r === null) {
+        return this.finish(c.claim_id, "caught", "refuted; the job reopened for another response");
+      }
+      state = r.job.state;
+      stages = r.traces.length + 1;
+    } else if (c.kind === "growth") {
       const answer = await this.setup.chain.claim(c.claim_id);
       if (answer === null) throw new ProtocolError("not_found", `Cannot check growth ${c.claim_id}: unknown`);
       state = answer.state;
@@ -222,9 +234,9 @@ export class Referee {
         this.submitter.record(`challenge:${c.claim_id}:${stage}:${v.root}`)?.status === "committed";
       if (v === null || answered) {
         // A training check's input stays {claim_id, stage} (journals written before growths were checked).
-        const input = c.kind === "growth"
-          ? { claim_id: c.claim_id, stage, kind: "growth" }
-          : { claim_id: c.claim_id, stage };
+        const input = c.kind === "training"
+          ? { claim_id: c.claim_id, stage }
+          : { claim_id: c.claim_id, stage, kind: c.kind };
         const bytes = await this.actor.deliver("check", latest.next, input);
         const r = decodeCanonical(bytes) as { ok: boolean; value?: StageVerdict; message?: string };
         if (!r.ok) continue; // a protocol error reading the claim: left unchecked, reported as behind
@@ -263,7 +275,7 @@ export class Referee {
       const reason = (state as { reason?: string }).reason ?? "";
       return this.finish(
         c.claim_id,
-        status === "rejected" ? "caught" : "missed",
+        CAUGHT.has(status) ? "caught" : "missed",
         `${status} ${reason}`.trim(),
       );
     }

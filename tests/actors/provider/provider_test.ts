@@ -126,3 +126,43 @@ Deno.test("deno task infer refuses control tokens, overlong prompts and bad opti
     await net.close();
   }
 });
+
+Deno.test("a Provider started with --forge token is refuted by the Referee through the head; its honest retry settles", async () => {
+  const net = await startInferenceNetwork();
+  const provider = await startTask(
+    "provider",
+    ["--home", net.homes.forger, "--rpc", net.rpc, "--poll-ms", "100", "--forge", "token"],
+    { listens: false },
+  );
+  const referee = await startTask("referee", [
+    "--home",
+    net.homes.referee,
+    "--rpc",
+    net.rpc,
+    "--poll-ms",
+    "100",
+  ], {
+    listens: false,
+  });
+  try {
+    const r = await runInfer(net, ["--provider", net.accounts.forger, "--prompt", QUESTION, "--json"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const out = JSON.parse(r.stdout);
+    const codec = fixtureTextCodec();
+    const ids = encodePrompt(codec, [{ role: "user", content: QUESTION }]);
+    assert.deepEqual(out.tokens, generate(net.model, ids, 8, codec.manifest.special_ids.eos).tokens);
+    assert.equal(out.responses, 2);
+    assert.match(r.stderr, /response challenged \(fraud, stage 1\)/); // one partition, then the head
+    assert.match(r.stderr, /response 1 was refuted; waiting for another/);
+    await referee.waitFor(/^verdict [0-9a-f]{64} stage 1 mismatch generated token/, 30_000);
+    await referee.waitFor(/^outcome [0-9a-f]{64} caught/, 30_000);
+    const forger = (await net.chain.account(net.accounts.forger)).balance;
+    assert.equal(forger, 100 * ATOMS_PER_NEURO - 2 * FEE - DEVNET_PARAMS.provider_bond + out.paid);
+    assert.equal((await net.chain.account(net.accounts.client)).balance, ATOMS_PER_NEURO - FEE - out.paid);
+    assert.ok(provider.lines.some((l) => /^answer .* \(forged\)/.test(l)), provider.lines.join("\n"));
+  } finally {
+    await referee.stop();
+    await provider.stop();
+    await net.close();
+  }
+});
