@@ -57,6 +57,8 @@ export class Provider {
   /** Jobs already reported as seen, and as ended, so each line is printed once per process. */
   readonly #seen = new Set<string>();
   readonly #ended = new Set<string>();
+  /** Whether the submissions of earlier processes were settled. */
+  #resumed = false;
 
   private constructor(
     readonly setup: ProviderSetup,
@@ -91,6 +93,7 @@ export class Provider {
 
   /** One pass over the live jobs addressed to this provider; returns how many are open. */
   async runOnce(): Promise<number> {
+    if (!this.#resumed) await this.resume();
     const me = this.setup.home.key.accountId;
     const { eos_id, jobs } = await this.setup.chain.inferenceLive(me);
     this.#eos = eos_id;
@@ -104,6 +107,18 @@ export class Provider {
     }
     await this.reportEnded();
     return jobs.length;
+  }
+
+  /**
+   * Settles every `respond` an earlier process signed but did not see decided (killed after sending it), with
+   * its journaled bytes: the chain's record of its hash decides, nothing is signed again.
+   */
+  private async resume(): Promise<void> {
+    for (const r of this.submitter.records()) {
+      if (r.status === "committed" || r.status === "rejected") continue;
+      await submitSettled(this.submitter, r.intent, () => Promise.reject(new Error("never re-signed")));
+    }
+    this.#resumed = true;
   }
 
   /** Serves one live job: answers it when it waits for an answer, publishes what a challenge asks of it. */
