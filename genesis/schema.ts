@@ -13,6 +13,7 @@ import { ProtocolError } from "../core/errors.ts";
 import { isAccountId } from "../ledger/keys.ts";
 import { isConsensusPublicKey } from "../ledger/consensus_key.ts";
 import { parseTrainingGenesis, type TrainingSetup } from "../ledger/training/genesis.ts";
+import { type DataSetup, parseDataGenesis } from "../ledger/data/genesis.ts";
 
 /** Consensus-engine params that are not lifecycle params (kept apart from `workflows/params.ts`). */
 export interface ConsensusParams {
@@ -66,6 +67,11 @@ export interface Genesis {
    * (`{learning_rate, clip, batches}`), or null when the genesis has no training section.
    */
   readonly training: TrainingSetup | null;
+  /**
+   * The checked data lifecycle from the optional `data` field (`{sources, cursors, training_blocks}`,
+   * `ledger/data/genesis.ts`), or null for a chain that trains on `training.batches` instead.
+   */
+  readonly data: DataSetup | null;
 }
 
 const KEYS = [
@@ -81,7 +87,7 @@ const KEYS = [
 ];
 
 /** Fields a genesis may omit (absent means null). */
-const OPTIONAL_KEYS = ["training"];
+const OPTIONAL_KEYS = ["training", "data"];
 
 function bad(message: string): never {
   throw new ProtocolError("invalid_value", `Cannot use genesis: ${message}`);
@@ -150,7 +156,8 @@ export function parseGenesis(value: JsonValue): Genesis {
     return { owner: x.owner as string, consensus_key: x.consensus_key as string, amount };
   });
   if (!Number.isSafeInteger(supply)) bad("the total supply is outside the safe range");
-  const training = parseTrainingGenesis(v.model ?? null, v.training ?? null);
+  const training = parseTrainingGenesis(v.model ?? null, v.training ?? null, (v.data ?? null) !== null);
+  const data = parseDataGenesis(v.data ?? null, training, v.codec ?? null);
   return {
     chain_id: v.chain_id,
     genesis_time: v.genesis_time as number,
@@ -162,6 +169,7 @@ export function parseGenesis(value: JsonValue): Genesis {
     codec: v.codec!,
     vectors: v.vectors!,
     training,
+    data,
   };
 }
 

@@ -40,6 +40,7 @@ import type { LedgerEnv } from "./tx/context.ts";
 import { answerQuery } from "./query.ts";
 import { initTraining } from "./training/store.ts";
 import { initInference } from "./inference/genesis.ts";
+import { initData } from "./data/store.ts";
 
 /** Options of an application instance. */
 export interface AppOptions {
@@ -125,6 +126,7 @@ export class LedgerApp {
     state.setGenesisSupply(genesisSupply(g));
     initTraining(state, g.training);
     initInference(state, g.training !== null, g.codec, g.params);
+    initData(state, g.data);
     const changes = overlay.changes();
     const head = {
       genesis_id: this.genesisId,

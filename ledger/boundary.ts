@@ -2,6 +2,7 @@
  * Block-boundary rules (PROTOCOL §9) that exist so far, in their order: validator set changes (a height tick
  * for every validator: pending bonds activate at their epoch boundary, leaving validators are removed), the
  * training rules (period reset, assignment expiry, claim and challenge deadlines: ledger/training/boundary.ts),
+ * the data rules (proposal expiry then activation, then cohort deadlines: ledger/data/boundary.ts),
  * the inference job ticks (expiry, response windows, reopening: ledger/inference/boundary.ts),
  * then the verifier reward of the previous block, paid to its committers in proportion to their power at that
  * height, the remainder of the integer division burned.
@@ -11,6 +12,7 @@ import type { LedgerWriter } from "./state/accessors.ts";
 import type { LedgerEnv } from "./tx/context.ts";
 import { storeValidatorState } from "./tx/validators.ts";
 import { trainingBoundary } from "./training/boundary.ts";
+import { dataBoundary } from "./data/boundary.ts";
 import { inferenceBoundary } from "./inference/boundary.ts";
 
 /** Applies the height tick to every validator whose state it changes. */
@@ -57,6 +59,7 @@ export function creditVerifierReward(state: LedgerWriter, height: number, atoms:
 export function beginBlock(state: LedgerWriter, env: LedgerEnv, committers: readonly string[]): void {
   validatorSetChanges(state, env);
   trainingBoundary(state, env);
+  dataBoundary(state, env);
   inferenceBoundary(state, env);
   payVerifierRewards(state, env.height - 1, committers);
 }

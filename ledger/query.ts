@@ -1,7 +1,8 @@
 /**
  * Read-only queries (PROTOCOL §13): `/account/<id>`, `/validators`, `/status`, and the training paths of
  * `ledger/training/query.ts` (`/lifecycle`, `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`,
- * `/batch?root=`, `/object/<root>`) and the inference paths of `ledger/inference/query.ts` (`/inference`). `path` may carry a query string. They receive a `LedgerView`, which has
+ * `/batch?root=`, `/object/<root>`), the data paths of `ledger/data/query.ts` (`/data`, `/data/proposal`) and
+ * the inference paths of `ledger/inference/query.ts` (`/inference`). `path` may carry a query string. They receive a `LedgerView`, which has
  * no write methods, so a query cannot change state.
  */
 import type { JsonValue } from "../core/canonical.ts";
@@ -11,6 +12,7 @@ import type { ChainHead } from "./state/store.ts";
 import { isAccountId } from "./keys.ts";
 import { answerTrainingQuery } from "./training/query.ts";
 import { answerInferenceQuery } from "./inference/query.ts";
+import { answerDataQuery } from "./data/query.ts";
 
 /** Answers `path` against `view`; null when the path is not a query. */
 export function answerQuery(
@@ -47,6 +49,6 @@ export function answerQuery(
     const a = view.account(m[1]!);
     return { id: m[1]!, balance: a.balance, nonce: a.nonce, height: head.height };
   }
-  return answerTrainingQuery(path, params, view, head.height) ??
+  return answerDataQuery(path, params, view) ?? answerTrainingQuery(path, params, view, head.height) ??
     answerInferenceQuery(path, params, view, head.height);
 }

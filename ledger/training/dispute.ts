@@ -12,6 +12,7 @@ import { blockName } from "../../kernels/model.ts";
 import { replayGrowth, replayStage, type Verdict } from "../../kernels/referee.ts";
 import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
 import type { Challenge } from "../../workflows/_claim.ts";
+import { assignedBatch } from "../data/schedule.ts";
 import { claimObjects, neededForStage } from "./claim_check.ts";
 import type { Job, TrainingView } from "./store.ts";
 
@@ -71,6 +72,6 @@ export function refereeVerdict(t: TrainingView, job: Job, c: Challenge): Verdict
     return replayGrowth(p.parent, job.parent, fetch(lastBlockRoot(p.parent)), g.added_blocks, g.model_root);
   }
   if (job.state.status === "reserved") throw new Error(`Cannot referee job ${job.id}: it is not claimed`);
-  const batch = t.batch(job.state.assignment.sequence_index)!;
+  const batch = assignedBatch(t, job.state.assignment);
   return replayStage({ parent: p.parent, batch, stage: c.stage, trace: p.traces[c.stage]!, fetch });
 }

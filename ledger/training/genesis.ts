@@ -42,8 +42,16 @@ function hexFloat(value: unknown, what: string, min: number, strict: boolean): s
   return value as string;
 }
 
-/** Checks `model` and `training`; null when there is no training section; `invalid_value` when malformed. */
-export function parseTrainingGenesis(model: JsonValue, training: JsonValue): TrainingSetup | null {
+/**
+ * Checks `model` and `training`; null when there is no training section; `invalid_value` when malformed.
+ * With `cohorts` (the genesis has a data section, `ledger/data/genesis.ts`) `batches` must be empty: such a
+ * chain trains only on activated cohorts.
+ */
+export function parseTrainingGenesis(
+  model: JsonValue,
+  training: JsonValue,
+  cohorts = false,
+): TrainingSetup | null {
   if (training === null) return null;
   if (!isObject(model) || !hasExactKeys(model, ["manifest", "root"])) {
     bad("a training section needs model {manifest, root}");
@@ -68,7 +76,11 @@ export function parseTrainingGenesis(model: JsonValue, training: JsonValue): Tra
   const learningRate = hexFloat(training.learning_rate, "learning_rate", 0, false);
   const clip = hexFloat(training.clip, "clip", 0, true);
   const list = training.batches;
-  if (!Array.isArray(list) || list.length < 1 || list.length > MAX_GENESIS_BATCHES) {
+  if (cohorts) {
+    if (!Array.isArray(list) || list.length !== 0) {
+      bad("a chain with a data section lists no training.batches");
+    }
+  } else if (!Array.isArray(list) || list.length < 1 || list.length > MAX_GENESIS_BATCHES) {
     bad(`training.batches is not a list of 1-${MAX_GENESIS_BATCHES} batches`);
   }
   const batches = list.map((b, i) => {

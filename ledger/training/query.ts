@@ -1,5 +1,6 @@
 /**
- * The training query paths of the validator RPC (PROTOCOL §13; answer shapes in `wire.ts`): `/lifecycle`,
+ * The training query paths of the validator RPC (PROTOCOL §13; answer shapes in `wire.ts`): `/lifecycle`
+ * (with the `data` part of `ledger/data/query.ts`),
  * `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`, `/batch?root=` and `/object/<root>`.
  * `/object/<root>` answers `{root, size, data}` here (data in base64); the RPC server sends the raw bytes.
  * Unknown ids and roots answer null (404 at the RPC). Queries read through a view and cannot write.
@@ -10,6 +11,8 @@ import { isRoot } from "../../core/hex.ts";
 import type { LedgerView } from "../state/accessors.ts";
 import { type Job, trainingView } from "./store.ts";
 import type { ClaimAnswer, ClaimView, LifecycleAnswer } from "./wire.ts";
+import { dataLifecycleAnswer } from "../data/query.ts";
+import { dataView } from "../data/store.ts";
 
 function claimView(job: Job): ClaimView {
   return { claim_id: job.claim_id!, kind: job.kind, state: job.state as unknown as JsonObject };
@@ -27,18 +30,20 @@ export function answerTrainingQuery(
     const l = t.lifecycle();
     const job = l?.job ? t.job(l.job) : null;
     const reserved = job?.kind === "training" && job.state.status === "reserved";
+    const data = dataLifecycleAnswer(view);
     const answer: LifecycleAnswer = {
       height,
       learning_root: l?.learning_root ?? null,
       serving_root: l?.serving_root ?? null,
       training_round: l?.training_round ?? 0,
-      data_root: l?.data_root ?? null,
+      data_root: data?.data_root ?? l?.data_root ?? null,
       batches: l?.batches ?? 0,
       learning_rate: l?.learning_rate ?? null,
       clip: l?.clip ?? null,
       period: l?.period ?? { index: 0, steps: 0, growths: 0 },
       assignment: reserved ? job.state.assignment as never : null,
       claim: job && !reserved ? claimView(job) : null,
+      data,
     };
     return answer;
   }
@@ -70,7 +75,8 @@ export function answerTrainingQuery(
   }
   if (pathname === "/batch") {
     const root = params.get("root");
-    return isRoot(root) ? (t.batchByRoot(root)?.batch as unknown as JsonValue ?? null) : null;
+    if (!isRoot(root)) return null;
+    return (t.batchByRoot(root)?.batch ?? dataView(view).batch(root)) as unknown as JsonValue ?? null;
   }
   const m = /^\/object\/([0-9a-f]{64})$/.exec(pathname);
   if (m) {

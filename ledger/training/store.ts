@@ -196,8 +196,8 @@ export class TrainingWriter extends TrainingView {
   }
 }
 
-/** The overlay behind a `LedgerWriter` or `LedgerView` (its protected `kv`), so training tables share it. */
-function kvOf(view: LedgerView): KvReader {
+/** The overlay behind a `LedgerWriter` or `LedgerView` (its protected `kv`), so lifecycle tables share it. */
+export function kvOf(view: LedgerView | TrainingView): KvReader {
   return (view as unknown as { kv: KvReader }).kv;
 }
 
@@ -207,7 +207,7 @@ export function trainingWriter(state: LedgerWriter): TrainingWriter {
 }
 
 /** Training tables readable through `view`. */
-export function trainingView(view: LedgerView): TrainingView {
+export function trainingView(view: LedgerView | TrainingView): TrainingView {
   return new TrainingView(kvOf(view));
 }
 

@@ -39,6 +39,7 @@ import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
 import type { Assignment } from "../../workflows/training.ts";
 import type { AccountKey } from "../keys.ts";
 import { signCanonical, verifyCanonical } from "./sign.ts";
+import type { DataLifecycleAnswer } from "../data/wire.ts";
 
 /** The domain of every work receipt. */
 export const RECEIPT_DOMAIN = "neuroshard/work/v1";
@@ -259,7 +260,8 @@ export interface ClaimView extends JsonObject {
 
 /**
  * `GET /lifecycle`. `data_root`, `batches` (n), `learning_rate` and `clip` describe the genesis training
- * schedule (null/0 on a chain whose genesis has no training section); `assignment` is the live reservation and
+ * schedule (null/0 on a chain whose genesis has no training section; on a chain with a data lifecycle
+ * `data_root` is the current data root and `batches` 0); `assignment` is the live reservation and
  * `claim` the pending claim (training or growth), each null when there is none.
  */
 export interface LifecycleAnswer extends JsonObject {
@@ -274,6 +276,8 @@ export interface LifecycleAnswer extends JsonObject {
   period: { index: number; steps: number; growths: number };
   assignment: (Assignment & JsonObject) | null;
   claim: ClaimView | null;
+  /** The data lifecycle (`ledger/data/wire.ts`), null on a chain that trains on genesis batches. */
+  data: DataLifecycleAnswer | null;
 }
 
 /** `GET /candidate`: the learning root's manifest, what the next step trains from. */

@@ -16,6 +16,7 @@ import { claim, reserve, type TrainingKind } from "./training.ts";
 import { challenge, resolve, seal, upload } from "./dispute.ts";
 import { infer, respond } from "./inference.ts";
 import { grow } from "./growth.ts";
+import { proposeDataKind, voteDataKind } from "./data.ts";
 
 /** Every transaction kind of the protocol so far (training kinds also receive the txid). */
 export const TX_KINDS: Readonly<Record<string, TxKind | TrainingKind>> = {
@@ -32,6 +33,8 @@ export const TX_KINDS: Readonly<Record<string, TxKind | TrainingKind>> = {
   grow,
   infer,
   respond,
+  propose_data: proposeDataKind,
+  vote_data: voteDataKind,
 };
 
 function check(tx: VerifiedEnvelope, state: LedgerWriter, env: LedgerEnv, chainId: string): HandlerResult {

@@ -3,9 +3,9 @@
  * 1-16 identity blocks. The ledger checks structurally that the grown manifest is the parent plus `added`
  * blocks sharing one new root, with the config, origin and tokenizer kept, `parent` set and
  * `growth: {added, from_layers}` recorded; that the grown model can be placed on `capacities`; the period's
- * growth budget; and the rule that stands in for "before the first step of an active cohort" while there are
- * no cohorts: **a growth is allowed only at the start of a pass over the genesis batches (training round mod
- * n = 0)**. Whether the new block really is the identity copy of the parent's last block is what a challenge
+ * growth budget; and when (`ledger/data/schedule.ts`): only before the first step of an active cohort, or, on
+ * a chain whose genesis lists training batches instead of a data lifecycle, at the start of a pass over them
+ * (training round mod n = 0). Whether the new block really is the identity copy of the parent's last block is what a challenge
  * decides (the referee needs only that block). Accepted, it mints nothing and keeps the training round.
  */
 import { isObject, type JsonObject, type JsonValue } from "../../core/canonical.ts";
@@ -17,6 +17,7 @@ import { buildManifest, type Manifest, parseManifest } from "../../kernels/manif
 import { blockName } from "../../kernels/model.ts";
 import { place } from "../../kernels/placement.ts";
 import { grow as growMachine, MAX_GROWTH_BLOCKS } from "../../workflows/growth.ts";
+import { growthRule } from "../data/schedule.ts";
 import { checkKeyedMetadata } from "../training/claim_check.ts";
 import { applyMoves } from "../training/moves.ts";
 import { periodAt, trainingWriter } from "../training/store.ts";
@@ -52,12 +53,8 @@ export const grow: TrainingKind = {
     const l = lifecycleOf(t, "grow");
     if ("ok" in l) return l;
     if (l.job !== null) return reject("busy", `Cannot grow: job ${l.job} is live`);
-    if (l.training_round % l.batches !== 0) {
-      return reject(
-        "invalid_transition",
-        `Cannot grow: training round is ${l.training_round}, growth is allowed only at the start of a pass over ${l.batches} batches`,
-      );
-    }
+    const rule = growthRule(state, l, env.height);
+    if (rule) return rule;
     const period = periodAt(l, env.height, env.params.period_blocks);
     if (period.growths >= env.params.growths_per_period) {
       return reject(

@@ -1,13 +1,14 @@
 /**
  * `reserve {parent, round, workers}` and `claim {record_root, metadata, workers, data_root, sequence_index}`
  * (PROTOCOL §5). The handlers check what the training machine cannot see (the learning root, round, period
- * budget and schedule for `reserve`; ownership, metadata, receipts, graph checks and the paid-work index for
+ * budget and the batch the schedule binds (`ledger/data/schedule.ts`) for `reserve`; ownership, metadata, receipts, graph checks and the paid-work index for
  * `claim`), then feed the machine and apply its moves. Field lists are those of `ledger/training/wire.ts`.
  */
 import type { JsonObject, JsonValue } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
 import { reject, type Rejection } from "../../core/errors.ts";
 import { reserve as reserveMachine } from "../../workflows/training.ts";
+import { assignedBatch, reservedBatch } from "../data/schedule.ts";
 import { advanceJob } from "../training/advance.ts";
 import { checkClaim } from "../training/claim_check.ts";
 import { applyMoves } from "../training/moves.ts";
@@ -61,16 +62,9 @@ export const reserve: TrainingKind = {
     if (!Array.isArray(workers) || !workers.every((w) => isAccountIdCached(w))) {
       return reject("invalid_workers", "Cannot reserve: workers is not a list of account ids");
     }
-    const index = l.training_round % l.batches;
-    const batch = t.batch(index)!;
-    const step = reserveMachine({
-      id: txid,
-      owner: sender,
-      workers: workers as string[],
-      data_root: l.data_root,
-      sequence_index: index,
-      batch: id(batch as unknown as JsonValue),
-    }, env);
+    const bound = reservedBatch(state, l, env.height);
+    if ("ok" in bound) return bound;
+    const step = reserveMachine({ id: txid, owner: sender, workers: workers as string[], ...bound }, env);
     if (!step.ok) return step;
     const moved = applyMoves(state, step.state.moves, 0, env.height);
     if (!moved.ok) return moved;
@@ -111,7 +105,7 @@ export const claim: TrainingKind = {
       );
     }
     const parent = t.manifest(job.parent)!;
-    const batch = t.batch(a.sequence_index)!;
+    const batch = assignedBatch(state, a);
     const checked = checkClaim(body.metadata, body.record_root, {
       chainId: ctx.chainId,
       assignment: a,

@@ -45,6 +45,7 @@ Deno.test("the RPC answers /lifecycle, /candidate, /claim, /work, /manifest, /ba
       "batches",
       "claim",
       "clip",
+      "data",
       "data_root",
       "height",
       "learning_rate",
@@ -53,6 +54,7 @@ Deno.test("the RPC answers /lifecycle, /candidate, /claim, /work, /manifest, /ba
       "serving_root",
       "training_round",
     ]);
+    assert.equal(l.data, null);
     assert.equal((l.claim as JsonObject).claim_id, claimId);
     assert.equal(((l.claim as JsonObject).state as JsonObject).status, "uploading");
     assert.equal((await json("/candidate")).learning_root, net.model.root);
