@@ -1,12 +1,19 @@
 /** Reserve-and-claim flows shared by the training ledger tests. */
-import type { JsonObject } from "../../../core/canonical.ts";
+import type { JsonObject, JsonValue } from "../../../core/canonical.ts";
+import { id, sha256Hex } from "../../../core/digest.ts";
+import { configFromJson } from "../../../kernels/config.ts";
+import { growManifest } from "../../../kernels/growth.ts";
+import type { Manifest } from "../../../kernels/manifest.ts";
+import { blockName } from "../../../kernels/model.ts";
+import { growMetadata } from "../../../ledger/training/wire.ts";
+import type { Batch } from "../../../kernels/batch.ts";
 import { PRESETS } from "../../../kernels/config.ts";
 import { place } from "../../../kernels/placement.ts";
 import type { Envelope } from "../../../ledger/envelope.ts";
 import type { AccountKey } from "../../../ledger/keys.ts";
 import { uploadChunks } from "../../../ledger/training/wire.ts";
 import { CHAIN, CLIP, LR, type Net, sponsor, workers } from "./_harness.ts";
-import { computeStep, type Forge, metadataFor, type SyntheticStep } from "./_pipeline.ts";
+import { computeStep, type Forge, metadataFor, type SyntheticStep, tamper } from "./_pipeline.ts";
 
 /** Two stages: embed and norm, then the four blocks. */
 export const TWO_STAGES: string[][] = place(PRESETS.devnet, [700_000, 1_000_000]);
@@ -31,7 +38,7 @@ export function claimFor(
   const partitions = opts.partitions ?? TWO_STAGES;
   const keys = opts.keys ?? workers.slice(0, partitions.length);
   const parent = net.app.query(`/manifest?root=${l.learning_root}`) as never;
-  const batch = net.batches[a.sequence_index as number]!;
+  const batch = net.app.query(`/batch?root=${a.batch}`) as unknown as Batch;
   const step = computeStep(
     parent,
     net.objects,
@@ -101,4 +108,31 @@ export function challengeAndUpload(
   const needed = fraudChallenge(net, claimId, stage, challenger);
   for (const root of needed) uploadAndSeal(net, claimId, root, challenger);
   return needed;
+}
+
+/** A grown manifest of the learning root with `added` identity blocks (`forge`: a tampered new block). */
+export function grown(net: Net, added: number, forge = false): { manifest: Manifest; root: string } {
+  const l = net.lifecycle();
+  const parent = net.app.query(`/manifest?root=${l.learning_root}`) as unknown as Manifest;
+  const n = configFromJson(parent.config as JsonValue).num_hidden_layers;
+  const last = net.objects.get(parent.components[blockName(n - 1)]!)!;
+  const g = growManifest(parent, l.learning_root as string, last, added);
+  for (const [r, b] of g.objects) net.objects.set(r, b);
+  if (!forge) return { manifest: g.manifest, root: g.root };
+  const bad = tamper(g.objects.get(g.manifest.components.block_004!)!);
+  net.objects.set(sha256Hex(bad), bad);
+  const components = { ...g.manifest.components };
+  for (let i = 0; i < added; i++) components[blockName(n + i)] = sha256Hex(bad);
+  const manifest = { ...g.manifest, components };
+  return { manifest, root: id(manifest as unknown as JsonValue) };
+}
+
+/** A `grow` by the sponsor of `g` from the learning root. */
+export function growTx(net: Net, g: { manifest: Manifest; root: string }, capacities = [2_000_000]) {
+  return net.tx(sponsor, "grow", {
+    parent: net.lifecycle().learning_root as string,
+    model_root: g.root,
+    metadata: growMetadata(g.manifest),
+    capacities,
+  });
 }

@@ -18,6 +18,7 @@ import { type AccountKey, keyFromSeed } from "../../../ledger/keys.ts";
 import type { TxResult } from "../../../ledger/state/store.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { attest, CHAIN, cons, owners, T0 } from "../_fixture.ts";
+import type { ConsensusKey } from "../../../ledger/consensus_key.ts";
 
 export { CHAIN };
 
@@ -59,6 +60,27 @@ export function batches(n: number): Batch[] {
   }));
 }
 
+/** One genesis validator of a `Net` (1,000,000 atoms bonded, power 4). */
+export interface NetValidator {
+  readonly owner: AccountKey;
+  readonly key: ConsensusKey;
+}
+
+/** Options of a `Net`. */
+export interface NetOptions {
+  readonly batches?: number;
+  readonly lr?: number;
+  readonly params?: JsonObject;
+  /** The genesis `codec` field (default null). */
+  readonly codec?: JsonValue;
+  /** Genesis validators (default: owners[0] and owners[1] with cons[0] and cons[1]). */
+  readonly validators?: readonly NetValidator[];
+  /** Balance of each validator owner when `validators` is given (default 0). */
+  readonly ownerBalance?: number;
+  /** A genesis data section: the chain trains on activated cohorts and lists no training batches. */
+  readonly data?: JsonObject;
+}
+
 /** A ledger with training, plus everything a test needs to drive it. */
 export class Net {
   readonly app: LedgerApp;
@@ -69,22 +91,30 @@ export class Net {
   /** The genesis document the ledger was opened with. */
   readonly genesis: JsonObject;
 
-  constructor(opts: { batches?: number; lr?: number; params?: JsonObject; codec?: JsonValue } = {}) {
-    this.batches = batches(opts.batches ?? 2);
+  /** The validators: their owners and consensus keys (they all attest every block). */
+  readonly validators: readonly NetValidator[];
+
+  constructor(opts: NetOptions = {}) {
+    this.batches = opts.data ? [] : batches(opts.batches ?? 2);
     this.objects = new Map(this.model.objects);
+    this.validators = opts.validators ?? [0, 1].map((i) => ({ owner: owners[i]!, key: cons[i]! }));
     const funded = [sponsor, challenger, stranger, ...workers].map((k) => ({
       id: k.accountId,
       balance: 100_000_000,
     }));
+    const validatorOwners = [...new Set(this.validators.map((v) => v.owner.accountId))];
+    const ownerAccounts = opts.validators
+      ? validatorOwners.map((id) => ({ id, balance: opts.ownerBalance ?? 0 }))
+      : [{ id: owners[0]!.accountId, balance: 0 }];
     const genesis: JsonObject = {
       chain_id: CHAIN,
       genesis_time: T0,
       params: { ...DEVNET_PARAMS, ...opts.params },
       consensus: { epoch_blocks: 1000, max_block_bytes: 8 * 1024 * 1024, block_interval_ms: 200 },
-      accounts: [...funded, { id: owners[0]!.accountId, balance: 0 }],
-      validators: [0, 1].map((i) => ({
-        owner: owners[i]!.accountId,
-        consensus_key: cons[i]!.publicKey,
+      accounts: [...funded, ...ownerAccounts],
+      validators: this.validators.map((v) => ({
+        owner: v.owner.accountId,
+        consensus_key: v.key.publicKey,
         amount: 1_000_000,
       })),
       model: { manifest: this.model.manifest as unknown as JsonValue, root: this.model.root },
@@ -95,6 +125,7 @@ export class Net {
         clip: toHexFloat(CLIP),
         batches: this.batches as unknown as JsonValue,
       },
+      ...(opts.data ? { data: opts.data } : {}),
     };
     this.genesis = genesis;
     this.app = LedgerApp.open(":memory:", genesis);
@@ -125,7 +156,7 @@ export class Net {
       height: head.height + 1,
       time: head.time + 1000,
       prev_app_hash: head.app_hash,
-      last_commit: head.height === 0 ? [] : attest(this.app, [cons[0]!, cons[1]!]),
+      last_commit: head.height === 0 ? [] : attest(this.app, this.validators.map((v) => v.key)),
       txs,
     };
   }

@@ -1,43 +1,13 @@
 import assert from "node:assert/strict";
 import type { JsonObject, JsonValue } from "../../../core/canonical.ts";
-import { id, sha256Hex } from "../../../core/digest.ts";
-import { configFromJson } from "../../../kernels/config.ts";
-import { growManifest } from "../../../kernels/growth.ts";
-import { blockName } from "../../../kernels/model.ts";
-import type { Manifest } from "../../../kernels/manifest.ts";
+import { id } from "../../../core/digest.ts";
 import { growMetadata } from "../../../ledger/training/wire.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { challenger, Net, sponsor, stranger } from "./_harness.ts";
-import { challengeAndUpload, reserveAndClaim } from "./_flow.ts";
-import { tamper } from "./_pipeline.ts";
+import { challengeAndUpload, grown, growTx, reserveAndClaim } from "./_flow.ts";
 
 const FEE = DEVNET_PARAMS.fee;
 const BOND = DEVNET_PARAMS.claim_bond;
-
-function grown(net: Net, added: number, forge = false): { manifest: Manifest; root: string } {
-  const l = net.lifecycle();
-  const parent = net.app.query(`/manifest?root=${l.learning_root}`) as unknown as Manifest;
-  const n = configFromJson(parent.config as JsonValue).num_hidden_layers;
-  const last = net.objects.get(parent.components[blockName(n - 1)]!)!;
-  const g = growManifest(parent, l.learning_root as string, last, added);
-  for (const [r, b] of g.objects) net.objects.set(r, b);
-  if (!forge) return { manifest: g.manifest, root: g.root };
-  const bad = tamper(g.objects.get(g.manifest.components.block_004!)!);
-  net.objects.set(sha256Hex(bad), bad);
-  const components = { ...g.manifest.components };
-  for (let i = 0; i < added; i++) components[blockName(n + i)] = sha256Hex(bad);
-  const manifest = { ...g.manifest, components };
-  return { manifest, root: id(manifest as unknown as JsonValue) };
-}
-
-function growTx(net: Net, g: { manifest: Manifest; root: string }, capacities = [2_000_000]) {
-  return net.tx(sponsor, "grow", {
-    parent: net.lifecycle().learning_root as string,
-    model_root: g.root,
-    metadata: growMetadata(g.manifest),
-    capacities,
-  });
-}
 
 Deno.test("an identity growth settles after its window without minting and without changing the training round", () => {
   const net = new Net();
