@@ -8,7 +8,7 @@
  * - `windows`: 1-8 `{source, start, end}`, sorted by source and one per source, `start` = the source's cursor,
  *   `1 ≤ end − start ≤ 4096` (rows `start … end−1`);
  * - `documents`: `{id, source, row, object, batches, role, omitted_targets}` with `id` the hygiene document id,
- *   `row` inside its source's window, `object` the root of the raw row (its canonical messages, §11),
+ *   `row` inside its source's window, `object` the root of the raw row (`id({messages})`, §11),
  *   `batches` 1-4 roots of one-window batches, `role` fixed by source and id (`allowedRoles`),
  *   `omitted_targets` the answer tokens that did not fit in the windows.
  *
