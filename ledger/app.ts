@@ -34,6 +34,7 @@ import { assertConserved, blockSums, type MoneySums, scanSums } from "./state/co
 import { Overlay } from "./state/overlay.ts";
 import { type ChainHead, LedgerStore, type TxResult } from "./state/store.ts";
 import { type Block, checkBlock } from "./block.ts";
+import type { Evidence } from "./evidence.ts";
 import { beginBlock } from "./boundary.ts";
 import { executeTx } from "./tx/execute.ts";
 import type { LedgerEnv } from "./tx/context.ts";
@@ -58,6 +59,51 @@ export interface FinalizeResult {
   readonly app_hash: string;
   readonly results: TxResult[];
   readonly tx_hashes: string[];
+  /** Validators whose power at this height differs from the previous height (what CometBFT is told). */
+  readonly power_changes: PowerChange[];
+}
+
+/** A validator's new voting power, effective in the ledger from the block that reports it. */
+export interface PowerChange {
+  readonly consensus_key: string;
+  readonly power: number;
+}
+
+/** A block to apply, as every engine can describe it. */
+export interface BlockInput {
+  readonly height: number;
+  /** Block time, milliseconds since the epoch, not before the previous block's. */
+  readonly time: number;
+  /** Envelope values in order, or raw envelope bytes. */
+  readonly txs: readonly (JsonValue | Uint8Array)[];
+  /** Consensus keys that committed the previous block (they share its verifier reward). */
+  readonly committers: readonly string[];
+  /** Verified misbehaviour reported by the engine. */
+  readonly evidence: readonly Evidence[];
+  /** What is stored as the block record (the embedded block, or the CometBFT block summary). */
+  readonly record: JsonValue;
+}
+
+function tooLarge(size: number): Rejection {
+  return {
+    ok: false,
+    code: "too_large",
+    message: `Cannot apply transaction: ${size} bytes exceeds ${MAX_TX_BYTES}`,
+  };
+}
+
+/** The validators whose history gained an entry at `height` that changed their power. */
+function powerChanges(state: LedgerWriter, height: number): PowerChange[] {
+  const out: PowerChange[] = [];
+  for (const v of state.validators()) {
+    const last = v.history[v.history.length - 1];
+    if (!last || last[0] !== height) continue;
+    const power = last[1];
+    if (power !== state.powerAt(v.consensus_key, height - 1)) {
+      out.push({ consensus_key: v.consensus_key, power });
+    }
+  }
+  return out;
 }
 
 const SIG_CACHE_LIMIT = 200_000;
@@ -72,7 +118,7 @@ export class LedgerApp {
   #head: ChainHead;
   #sums: MoneySums;
   #pending:
-    | { block: Block; overlay: Overlay; head: ChainHead; sums: MoneySums; result: FinalizeResult }
+    | { record: JsonValue; overlay: Overlay; head: ChainHead; sums: MoneySums; result: FinalizeResult }
     | null = null;
   readonly #verified = new Map<string, VerifiedEnvelope>();
   /** Raw hashes of envelope objects this node decoded itself (the proposer's own blocks skip re-encoding). */
@@ -195,29 +241,64 @@ export class LedgerApp {
     );
   }
 
-  /** Applies a block in memory: boundary rules, then each transaction; checks conservation; no persistence. */
+  /**
+   * The embedded engine's `finalizeBlock`: checks the block and its attestations (`processProposal`), then
+   * applies it with the attesting keys as committers (`applyBlock`).
+   */
   finalizeBlock(value: unknown): FinalizeResult {
     const checked = this.processProposal(value);
     if (!checked.ok) throw new ProtocolError(checked.code, checked.message);
     const block = checked.block;
+    return this.applyBlock({
+      height: block.height,
+      time: block.time,
+      txs: block.txs,
+      committers: block.last_commit.map((a) => a.consensus_key),
+      evidence: [],
+      record: block as unknown as JsonValue,
+    });
+  }
+
+  /**
+   * Applies a block in memory, whichever engine ordered it: boundary rules (evidence first), then each
+   * transaction; checks conservation; persists nothing. `txs` are envelope values (embedded engine) or raw
+   * bytes (CometBFT), which are decoded here so that undecodable bytes get a failed result like any other
+   * bad transaction. The caller has checked who committed and what evidence is verified.
+   */
+  applyBlock(input: BlockInput): FinalizeResult {
+    if (input.height !== this.#head.height + 1) {
+      throw new ProtocolError(
+        "bad_request",
+        `Cannot apply block: height is ${input.height}, expected ${this.#head.height + 1}`,
+      );
+    }
+    if (!Number.isSafeInteger(input.time) || input.time < this.#head.time) {
+      throw new ProtocolError(
+        "bad_request",
+        `Cannot apply block: time is ${input.time}, before ${this.#head.time}`,
+      );
+    }
     const overlay = new Overlay(this.store);
     const state = new LedgerWriter(overlay);
-    const env: LedgerEnv = { height: block.height, time: block.time, params: this.params };
-    beginBlock(state, env, block.last_commit.map((a) => a.consensus_key));
+    const env: LedgerEnv = { height: input.height, time: input.time, params: this.params };
+    beginBlock(state, env, input.committers, input.evidence);
     const results: TxResult[] = [];
     const hashes: string[] = [];
-    for (const tx of block.txs) {
+    for (const tx of input.txs) {
+      if (tx instanceof Uint8Array) {
+        const hash = rawHash(tx);
+        hashes.push(hash);
+        const v = tx.length > MAX_TX_BYTES ? tooLarge(tx.length) : this.verify(tx);
+        results.push(v.ok ? executeTx(v.tx, overlay, env, this.genesis.chain_id) : v);
+        continue;
+      }
       let hash = typeof tx === "object" && tx !== null ? this.#hashOf.get(tx) : undefined;
       if (hash === undefined) {
         const raw = canonicalBytes(tx);
         hash = rawHash(raw);
         if (raw.length > MAX_TX_BYTES) {
           hashes.push(hash);
-          results.push({
-            ok: false,
-            code: "too_large",
-            message: `Cannot apply transaction: ${raw.length} bytes exceeds ${MAX_TX_BYTES}`,
-          });
+          results.push(tooLarge(raw.length));
           continue;
         }
       }
@@ -237,12 +318,23 @@ export class LedgerApp {
     }
     this.#options.afterTransactions?.(state, env);
     const sums = blockSums(this.#sums, overlay);
-    assertConserved(sums, block.height);
+    assertConserved(sums, input.height);
     const appHash = nextAppHash(this.#head.app_hash, overlay.changes());
-    const head = { genesis_id: this.genesisId, height: block.height, app_hash: appHash, time: block.time };
-    const result = { height: block.height, app_hash: appHash, results, tx_hashes: hashes };
-    this.#pending = { block, overlay, head, sums, result };
+    const head = { genesis_id: this.genesisId, height: input.height, app_hash: appHash, time: input.time };
+    const result = {
+      height: input.height,
+      app_hash: appHash,
+      results,
+      tx_hashes: hashes,
+      power_changes: powerChanges(state, input.height),
+    };
+    this.#pending = { record: input.record, overlay, head, sums, result };
     return result;
+  }
+
+  /** The result of the block applied but not yet committed, or null. */
+  pendingResult(): FinalizeResult | null {
+    return this.#pending?.result ?? null;
   }
 
   /** Persists the block applied by the last `finalizeBlock` and moves the head. */
@@ -251,7 +343,7 @@ export class LedgerApp {
     if (!p) throw new Error("Cannot commit: no block was finalized");
     this.#options.beforeCommit?.(p.head.height);
     this.store.commit(p.head, p.overlay.changes(), {
-      block: p.block as unknown as JsonValue,
+      block: p.record,
       results: p.result.results,
       txHashes: p.result.tx_hashes,
     });

@@ -1,5 +1,6 @@
 /**
- * Block-boundary rules (PROTOCOL §9) that exist so far, in their order: validator set changes (a height tick
+ * Block-boundary rules (PROTOCOL §9) that exist so far, in their order: evidence from the consensus engine
+ * (ledger/evidence.ts: slash and jail), validator set changes (a height tick
  * for every validator: pending bonds activate at their epoch boundary, leaving validators are removed), the
  * training rules (period reset, assignment expiry, claim and challenge deadlines: ledger/training/boundary.ts),
  * the data rules (proposal expiry then activation, then cohort deadlines: ledger/data/boundary.ts),
@@ -8,6 +9,7 @@
  * height, the remainder of the integer division burned.
  */
 import { validatorMachine } from "../workflows/validator.ts";
+import { applyEvidence, type Evidence } from "./evidence.ts";
 import type { LedgerWriter } from "./state/accessors.ts";
 import type { LedgerEnv } from "./tx/context.ts";
 import { storeValidatorState } from "./tx/validators.ts";
@@ -55,8 +57,17 @@ export function creditVerifierReward(state: LedgerWriter, height: number, atoms:
   state.setVerifierPool(height, state.verifierPool(height) + atoms);
 }
 
-/** Runs the boundary rules for the block at `env.height` whose last commit names `committers`. */
-export function beginBlock(state: LedgerWriter, env: LedgerEnv, committers: readonly string[]): void {
+/**
+ * Runs the boundary rules for the block at `env.height` whose last commit names `committers`, with the
+ * engine's verified `evidence` (none under the embedded engine).
+ */
+export function beginBlock(
+  state: LedgerWriter,
+  env: LedgerEnv,
+  committers: readonly string[],
+  evidence: readonly Evidence[] = [],
+): void {
+  applyEvidence(state, env, evidence);
   validatorSetChanges(state, env);
   trainingBoundary(state, env);
   dataBoundary(state, env);

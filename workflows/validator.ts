@@ -7,7 +7,7 @@
  *   until the next epoch boundary (`leaving`), then is removed (`cooldown`). A pending or jailed validator is
  *   removed at once.
  * - `withdraw` returns the bond once `evidence_blocks` and `evidence_ms` have passed since removal.
- * - `jail` (evidence, a later issue) removes a validator's power at once.
+ * - `jail` (evidence from the consensus engine, ledger/evidence.ts) removes a validator's power at once.
  *
  * Power is `amount / bond_unit` while `active` or `leaving`, otherwise 0.
  */

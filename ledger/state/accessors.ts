@@ -8,6 +8,7 @@
  * | `validator` | consensus key | `{owner, consensus_key, amount, state, history}` |
  * | `verifier_pool` | block height (decimal) | atoms of that block's verifier reward, until paid |
  * | `totals` | `supply` | `{genesis_supply, issued, burned}` |
+ * | `evidence` | evidence id | `{consensus_key, applied_height, burned}` (ledger/evidence.ts) |
  */
 import type { JsonValue } from "../../core/canonical.ts";
 import type { ValidatorState } from "../../workflows/validator.ts";
@@ -67,6 +68,11 @@ export class LedgerView {
     return (this.kv.get("verifier_pool", String(height)) as number | null) ?? 0;
   }
 
+  /** The record of an applied piece of evidence, or null. */
+  evidence(evidenceId: string): JsonValue | null {
+    return this.kv.get("evidence", evidenceId);
+  }
+
   /** The power a validator had at `height`: the last history entry at or before it. */
   powerAt(consensusKey: string, height: number): number {
     const v = this.validator(consensusKey);
@@ -98,6 +104,14 @@ export class LedgerWriter extends LedgerView {
   /** Replaces a validator record. */
   setValidator(record: ValidatorRecord): void {
     this.#overlay.set("validator", record.consensus_key, record as unknown as JsonValue);
+  }
+
+  /** Records that the evidence `evidenceId` was applied. */
+  setEvidence(
+    evidenceId: string,
+    record: { consensus_key: string; applied_height: number; burned: number },
+  ): void {
+    this.#overlay.set("evidence", evidenceId, { ...record });
   }
 
   /** Burns `atoms` that were already taken out of an account, bond or escrow. */
