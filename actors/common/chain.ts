@@ -18,6 +18,7 @@ import { envelopeBytes, signBody, type TxBody } from "../../ledger/envelope.ts";
 import type { AccountKey } from "../../ledger/keys.ts";
 import type { ClaimAnswer, LifecycleAnswer, TrainingTxKind } from "../../ledger/training/wire.ts";
 import type { INFERENCE_TX_FIELDS, JobAnswer, LiveJobsAnswer } from "../../ledger/inference/wire.ts";
+import type { DataAnswer, DataTxKind, ProposalAnswer } from "../../ledger/data/wire.ts";
 import { TransportClient } from "../runtime/transport.ts";
 
 /** A read-only client of one validator's RPC, plus transaction signing. */
@@ -77,6 +78,18 @@ export class ChainClient {
     return await this.http.json("GET", provider ? `/inference?provider=${provider}` : "/inference") as never;
   }
 
+  /** `/data[?root=]`: an activated cohort (default the latest) with its scheduled batches; null when none. */
+  async data(root?: string): Promise<DataAnswer | null> {
+    return await this.#orNull(root ? `/data?root=${root}` : "/data") as DataAnswer | null;
+  }
+
+  /** `/data/proposal[?id=]`: a data proposal (default the pending one) with its document; null when none. */
+  async dataProposal(proposalId?: string): Promise<ProposalAnswer | null> {
+    return await this.#orNull(proposalId ? `/data/proposal?id=${proposalId}` : "/data/proposal") as
+      | ProposalAnswer
+      | null;
+  }
+
   async #orNull(path: string): Promise<JsonValue | null> {
     try {
       return await this.http.json("GET", path);
@@ -101,10 +114,10 @@ export class ChainClient {
     return await this.http.json("GET", `/block?height=${height}`) as JsonObject;
   }
 
-  /** Signs a training or inference transaction of `kind` with `fields` at the account's next nonce; the exact bytes. */
+  /** Signs a training, data or inference transaction of `kind` with `fields` at the account's next nonce; the exact bytes. */
   async sign(
     key: AccountKey,
-    kind: TrainingTxKind | keyof typeof INFERENCE_TX_FIELDS,
+    kind: TrainingTxKind | DataTxKind | keyof typeof INFERENCE_TX_FIELDS,
     fields: JsonObject,
   ): Promise<Uint8Array> {
     const [{ chain_id }, { nonce }] = await Promise.all([this.status(), this.account(key.accountId)]);

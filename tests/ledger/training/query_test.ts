@@ -1,26 +1,8 @@
 import assert from "node:assert/strict";
 import { type JsonObject, parseJson } from "../../../core/canonical.ts";
-import { rpcHandler, type RpcNode } from "../../../ledger/rpc/server.ts";
 import { challenger, Net } from "./_harness.ts";
 import { fraudChallenge, reserveAndClaim, uploadAndSeal } from "./_flow.ts";
-
-/** Serves the RPC of an in-process training ledger on 127.0.0.1 (only the query paths are wired). */
-async function withRpc(net: Net, fn: (url: string) => Promise<void>): Promise<void> {
-  const node: RpcNode = {
-    broadcast: () => Promise.reject(new Error("not wired")),
-    tx: () => Promise.reject(new Error("not wired")),
-    block: () => Promise.resolve(null),
-    status: () => net.app.info() as unknown as JsonObject,
-    query: (path) => net.app.query(path),
-    attest: () => ({ ok: false }),
-  };
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, rpcHandler(node));
-  try {
-    await fn(`http://127.0.0.1:${server.addr.port}`);
-  } finally {
-    await server.shutdown();
-  }
-}
+import { withRpc } from "./_rpc.ts";
 
 Deno.test("the RPC answers /lifecycle, /candidate, /claim, /work, /manifest, /batch as canonical JSON and /object/<root> as raw bytes", async () => {
   const net = new Net();
