@@ -41,6 +41,12 @@ export interface DevnetBuildOptions {
    * 6 blocks leaves the referee seconds to replay a claim even on a loaded machine).
    */
   readonly blockIntervalMs?: number;
+  /**
+   * A genesis data section `{sources, cursors, training_blocks}` (PROTOCOL §6). With it the devnet trains only
+   * on cohorts the validators voted in and its genesis lists no training batches; without it (the default)
+   * training uses the genesis batches as `training_batches[round mod n]`.
+   */
+  readonly data?: JsonObject;
 }
 
 /** The actor homes and files of a built devnet. */
@@ -81,6 +87,12 @@ export function trainingFields(contents: DevnetContents): JsonObject {
       batches: contents.batches as unknown as JsonObject[],
     },
   };
+}
+
+/** Training fields with a data section: the data section added and no genesis batches. */
+function withData(fields: JsonObject, data: JsonObject | undefined): JsonObject {
+  if (data === undefined) return fields;
+  return { ...fields, training: { ...(fields.training as JsonObject), batches: [] }, data };
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -161,7 +173,7 @@ export async function ensureDevnet(
     time: DEVNET_GENESIS_TIME,
     blockIntervalMs: options.blockIntervalMs ?? 1_000,
     accounts,
-    ...trainingFields(contents),
+    ...withData(trainingFields(contents), options.data),
   });
   progress("storing the genesis objects in every home");
   const homes = [...ledger.homes.map((h) => h.slice(h.lastIndexOf("/") + 1)), ...actors.map(([n]) => n)];

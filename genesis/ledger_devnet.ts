@@ -29,6 +29,11 @@ export interface DevnetOptions {
   readonly codec?: JsonValue;
   /** The genesis `training` field, `{learning_rate, clip, batches}` (omitted when not given). */
   readonly training?: JsonValue;
+  /**
+   * The genesis `data` section `{sources, cursors, training_blocks}` (PROTOCOL §6; omitted when not given).
+   * With it the chain trains only on activated cohorts, so `training.batches` must be empty.
+   */
+  readonly data?: JsonValue;
   /** Extra funded accounts (e.g. a sponsor, workers and a referee). */
   readonly accounts?: readonly { id: string; balance: number }[];
 }
@@ -88,6 +93,7 @@ export async function writeDevnetGenesis(options: DevnetOptions): Promise<Devnet
     codec: options.codec ?? null,
     vectors: null,
     ...(options.training === undefined ? {} : { training: options.training }),
+    ...(options.data === undefined ? {} : { data: options.data }),
   };
   parseGenesis(genesis);
   await Deno.writeTextFile(genesisPath, canonical(genesis) + "\n");

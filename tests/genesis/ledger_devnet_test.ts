@@ -41,3 +41,18 @@ Deno.test("the devnet builder writes a genesis of 4 validators whose 0600 key fi
     await Deno.remove(out, { recursive: true });
   }
 });
+
+Deno.test("the devnet builder writes a data section when given one, and then no genesis batches", async () => {
+  const { Net } = await import("../ledger/training/_harness.ts");
+  const { dataSection } = await import("../ledger/data/_net.ts");
+  const g = new Net({ data: dataSection() }).genesis;
+  const out = await Deno.makeTempDir();
+  try {
+    const r = await writeDevnetGenesis({ out, model: g.model!, training: g.training!, data: dataSection() });
+    const parsed = parseGenesis(parseJson(await Deno.readTextFile(r.genesisPath)));
+    assertEquals(parsed.data?.sources.map((s) => s.name), ["chat-retention", "chat-train"]);
+    assertEquals(parsed.training?.batches, []);
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
