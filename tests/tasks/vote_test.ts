@@ -1,6 +1,7 @@
 /**
  * `deno task vote` against a real validator process: a data-lifecycle genesis with four equal owners, a
- * proposal broadcast by the sponsor, then votes cast with the task from validator homes until it activates.
+ * proposal broadcast by the sponsor, then votes cast with the task from validator homes until it activates,
+ * with a replica process that must reach the same app hashes.
  */
 import assert from "node:assert/strict";
 import { createKeyFile } from "../../ledger/keys.ts";
@@ -9,7 +10,7 @@ import { signBody, type TxBody } from "../../ledger/envelope.ts";
 import { consSeeds } from "../ledger/_fixture.ts";
 import { sponsor } from "../ledger/training/_harness.ts";
 import { dataNet, nextCohort, voters } from "../ledger/data/_net.ts";
-import { getJson, prepare, startProc, stopProc, until } from "../e2e/_ledger_procs.ts";
+import { committedHashes, getJson, prepare, startProc, stopProc, until } from "../e2e/_ledger_procs.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -65,6 +66,7 @@ Deno.test("deno task vote casts each owner's vote once against a real validator 
   // The owners' account keys, as the devnet builder writes them into each validator home.
   for (const [i, home] of homes.entries()) await createKeyFile(`${home}/account.key`, seedOf(i));
   const node = await startProc(homes[0]!, genesisPath, { intervalMs: 100 });
+  const replica = await startProc(homes[1]!, genesisPath, { follow: node.url });
   try {
     const client = new LedgerClient(node.url);
     const status = await client.status();
@@ -138,7 +140,19 @@ Deno.test("deno task vote casts each owner's vote once against a real validator 
         b,
       ) => (a[0] < b[0] ? -1 : 1)),
     );
+    // The replica applied the same proposal, votes and activation to the same app hashes.
+    await until("the replica follows", async () => {
+      const [a, b] = await Promise.all(
+        [node.url, replica.url].map((u) => getJson<{ height: number }>(`${u}/status`)),
+      );
+      return b!.height >= a!.height - 1;
+    });
+    await stopProc(replica);
+    const [mine, theirs] = [committedHashes(homes[0]!), committedHashes(homes[1]!)];
+    assert.ok(theirs.size > 10);
+    for (const [h, hash] of theirs) assert.equal(hash, mine.get(h), `app hash at height ${h}`);
   } finally {
+    await stopProc(replica);
     await stopProc(node);
     await Deno.remove(dir, { recursive: true });
   }

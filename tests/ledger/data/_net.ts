@@ -28,12 +28,18 @@ export function equalOwners(): NetValidator[] {
 
 /** A data-lifecycle ledger. */
 export function dataNet(
-  opts: { validators?: NetValidator[]; params?: JsonObject; trainingBlocks?: number } = {},
+  opts: {
+    validators?: NetValidator[];
+    params?: JsonObject;
+    consensus?: JsonObject;
+    trainingBlocks?: number;
+  } = {},
 ): Net {
   return new Net({
     validators: opts.validators ?? equalOwners(),
     ownerBalance: 10_000_000,
     params: opts.params ?? {},
+    consensus: opts.consensus ?? {},
     data: dataSection(opts.trainingBlocks),
   });
 }

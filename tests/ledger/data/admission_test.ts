@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import type { JsonObject } from "../../../core/canonical.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
-import { cons } from "../_fixture.ts";
+import { bondTx, cons } from "../_fixture.ts";
+import { consensusKeyFromSeed } from "../../../ledger/consensus_key.ts";
 import { reserveTx } from "../training/_flow.ts";
 import { Net, sponsor, stranger } from "../training/_harness.ts";
 import { testCohort } from "./_cohort.ts";
@@ -136,4 +137,31 @@ Deno.test("a proposal on a chain without a data lifecycle is refused", () => {
     salt: "x",
   });
   net.rejects(proposeTx(net, cohort), "invalid_transition");
+});
+
+Deno.test("yes votes that are 2/3 of the snapshot but not of the current electorate do not activate", () => {
+  // Epochs of 10 blocks: a bond made with the proposal joins the electorate at height 10.
+  const net = dataNet({ consensus: { epoch_blocks: 10 } });
+  const newcomer = consensusKeyFromSeed("d9".repeat(32));
+  const cohort = nextCohort(net, "a");
+  const propose = net.tx(sponsor, "propose_data", { data_root: cohort.root, metadata: cohort.metadata }, 1);
+  net.ok(bondTx(sponsor, newcomer, 4_000_000, 0), propose);
+  const proposalId = net.id(propose);
+  // The snapshot has the four genesis owners only (power 4 each).
+  assert.deepEqual((proposalState(net, proposalId).electorate as [string, number][]).map(([, w]) => w), [
+    4,
+    4,
+    4,
+    4,
+  ]);
+  net.until(11);
+  const validators = net.app.query("/validators") as {
+    validators: { consensus_key: string; power: number }[];
+  };
+  assert.equal(validators.validators.find((v) => v.consensus_key === newcomer.publicKey)?.power, 16);
+  net.ok(...voters.slice(0, 3).map((v) => voteTx(net, v, proposalId)));
+  // 12 of 16 in the snapshot, but 12 of 32 now.
+  net.until(net.height + DELAY + 3);
+  assert.equal(proposalState(net, proposalId).status, "voting");
+  assert.equal(dataFacts(net).cohort, null);
 });

@@ -77,6 +77,8 @@ export interface NetOptions {
   readonly validators?: readonly NetValidator[];
   /** Balance of each validator owner when `validators` is given (default 0). */
   readonly ownerBalance?: number;
+  /** Consensus params over the defaults (epoch 1000 blocks, 8 MiB blocks, 200 ms). */
+  readonly consensus?: JsonObject;
   /** A genesis data section: the chain trains on activated cohorts and lists no training batches. */
   readonly data?: JsonObject;
 }
@@ -110,7 +112,12 @@ export class Net {
       chain_id: CHAIN,
       genesis_time: T0,
       params: { ...DEVNET_PARAMS, ...opts.params },
-      consensus: { epoch_blocks: 1000, max_block_bytes: 8 * 1024 * 1024, block_interval_ms: 200 },
+      consensus: {
+        epoch_blocks: 1000,
+        max_block_bytes: 8 * 1024 * 1024,
+        block_interval_ms: 200,
+        ...opts.consensus,
+      },
       accounts: [...funded, ...ownerAccounts],
       validators: this.validators.map((v) => ({
         owner: v.owner.accountId,
