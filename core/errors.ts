@@ -73,6 +73,9 @@ export const ERROR_CODES = {
   invalid_inference: "an inference request or response breaks a rule",
   unknown_job: "no inference job has that id",
   wrong_model: "the model root is not the current serving root, or the chain serves no model",
+  // Evaluation (PROTOCOL §7).
+  unknown_evaluation: "no evaluation has that id",
+  out_of_order: "a score's offset is not its group's settled window count",
   // Data cohorts (PROTOCOL §6): one code for each way a proposal's document can be refused.
   wrong_previous: "a cohort document's previous root is not the current data root",
   window_not_at_cursor: "a cohort window does not start at its source's cursor",

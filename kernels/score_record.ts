@@ -137,10 +137,33 @@ export function scoreRecord(
   const graph = forwardPartitions(model, shape, partitions, id(batch as unknown as JsonValue));
   const parts = { embed: model.components.embed!, norm: model.components.norm! };
   const computed = scoreHeadValues(model.config, parts, graph.hidden, batch);
-  const losses = claimed.losses ?? computed.losses;
+  const honest = commitScore(modelRoot, windows, batch, graph.traces, computed, computed.losses);
+  const proof = { ...honest, objects: graph.objects, computed };
+  return claimed.losses ? claimLosses(proof, claimed.losses) : proof;
+}
+
+/** The same record with other committed losses (what a forger reports); the activations are unchanged. */
+export function claimLosses(proof: ScoreProof, losses: readonly number[]): ScoreProof {
+  const windows = proof.record.windows;
+  if (losses.length !== windows.length) {
+    throw new RangeError(`Cannot claim ${losses.length} losses for ${windows.length} windows`);
+  }
+  const head: ScoreHead = { ...proof.head, losses: losses.map(toHexFloat) };
+  const record: ScoreRecord = { ...proof.record, head: id(head as unknown as JsonValue) };
+  return { ...proof, head, record, recordRoot: id(record as unknown as JsonValue) };
+}
+
+function commitScore(
+  modelRoot: string,
+  windows: readonly Batch[],
+  batch: Batch,
+  traces: PartitionTrace[],
+  computed: ScoreHeadValues,
+  losses: readonly number[],
+): Omit<ScoreProof, "objects" | "computed"> {
   const head: ScoreHead = {
     phase: "head",
-    input: graph.traces[graph.traces.length - 1]!.output,
+    input: traces[traces.length - 1]!.output,
     losses: losses.map(toHexFloat),
     targets: [...computed.targets],
     argmax: computed.argmax.map((row) => [...row]),
@@ -150,15 +173,8 @@ export function scoreRecord(
     model_root: modelRoot,
     windows: windows.map((w) => id(w as unknown as JsonValue)),
     input: id(batch as unknown as JsonValue),
-    traces: graph.traces.map((t) => id(t as unknown as JsonValue)),
+    traces: traces.map((t) => id(t as unknown as JsonValue)),
     head: id(head as unknown as JsonValue),
   };
-  return {
-    record,
-    recordRoot: id(record as unknown as JsonValue),
-    traces: graph.traces,
-    head,
-    objects: graph.objects,
-    computed,
-  };
+  return { record, recordRoot: id(record as unknown as JsonValue), traces, head };
 }

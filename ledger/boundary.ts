@@ -3,7 +3,9 @@
  * (ledger/evidence.ts: slash and jail), validator set changes (a height tick
  * for every validator: pending bonds activate at their epoch boundary, leaving validators are removed), the
  * training rules (period reset, assignment expiry, claim and challenge deadlines: ledger/training/boundary.ts),
- * the data rules (proposal expiry then activation, then cohort deadlines: ledger/data/boundary.ts),
+ * the score claims' deadlines (ledger/evaluation/boundary.ts), the data rules (proposal expiry then
+ * activation, then cohort deadlines: ledger/data/boundary.ts), the evaluation deadline (same file as the
+ * score deadlines),
  * the inference job ticks (expiry, response windows, reopening: ledger/inference/boundary.ts),
  * then the verifier reward of the previous block, paid to its committers in proportion to their power at that
  * height, the remainder of the integer division burned.
@@ -16,6 +18,7 @@ import { storeValidatorState } from "./tx/validators.ts";
 import { trainingBoundary } from "./training/boundary.ts";
 import { dataBoundary } from "./data/boundary.ts";
 import { inferenceBoundary } from "./inference/boundary.ts";
+import { evaluationDeadline, scoreDeadlines } from "./evaluation/boundary.ts";
 
 /** Applies the height tick to every validator whose state it changes. */
 export function validatorSetChanges(state: LedgerWriter, env: LedgerEnv): void {
@@ -70,7 +73,9 @@ export function beginBlock(
   applyEvidence(state, env, evidence);
   validatorSetChanges(state, env);
   trainingBoundary(state, env);
+  scoreDeadlines(state, env);
   dataBoundary(state, env);
+  evaluationDeadline(state, env);
   inferenceBoundary(state, env);
   payVerifierRewards(state, env.height - 1, committers);
 }

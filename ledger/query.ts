@@ -2,7 +2,8 @@
  * Read-only queries (PROTOCOL §13): `/account/<id>`, `/validators`, `/status`, and the training paths of
  * `ledger/training/query.ts` (`/lifecycle`, `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`,
  * `/batch?root=`, `/object/<root>`), the data paths of `ledger/data/query.ts` (`/data`, `/data/proposal`) and
- * the inference paths of `ledger/inference/query.ts` (`/inference`). `path` may carry a query string. They receive a `LedgerView`, which has
+ * the inference paths of `ledger/inference/query.ts` (`/inference`) and the evaluation paths of
+ * `ledger/evaluation/query.ts` (`/evaluation`). `path` may carry a query string. They receive a `LedgerView`, which has
  * no write methods, so a query cannot change state.
  */
 import type { JsonValue } from "../core/canonical.ts";
@@ -13,6 +14,7 @@ import { isAccountId } from "./keys.ts";
 import { answerTrainingQuery } from "./training/query.ts";
 import { answerInferenceQuery } from "./inference/query.ts";
 import { answerDataQuery } from "./data/query.ts";
+import { answerEvaluationQuery } from "./evaluation/query.ts";
 
 /** Answers `path` against `view`; null when the path is not a query. */
 export function answerQuery(
@@ -49,6 +51,7 @@ export function answerQuery(
     const a = view.account(m[1]!);
     return { id: m[1]!, balance: a.balance, nonce: a.nonce, height: head.height };
   }
-  return answerDataQuery(path, params, view) ?? answerTrainingQuery(path, params, view, head.height) ??
+  return answerDataQuery(path, params, view) ?? answerEvaluationQuery(path, params, view) ??
+    answerTrainingQuery(path, params, view, head.height) ??
     answerInferenceQuery(path, params, view, head.height);
 }

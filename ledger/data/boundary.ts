@@ -1,13 +1,14 @@
 /**
  * The data rules of the block boundary (PROTOCOL §6, §9), after the claim and challenge deadlines and in this
  * order: the pending proposal's tick (expiry past `expires`, else activation once it is due, has more than 2/3
- * of both the snapshot and the current electorate, and no assignment or claim is live), then the latest
+ * of both the snapshot and the current electorate, and no assignment, claim or evaluation is live), then the latest
  * cohort's state: a cohort whose scheduled steps are all settled is `trained`; an unfinished cohort past its
  * deadline closes at the first block with no live job (a claim reserved before the deadline still settles),
  * and the learning root returns to the serving root. Paid work and consumed ids stay.
  */
 import type { LedgerWriter } from "../state/accessors.ts";
 import { trainingWriter } from "../training/store.ts";
+import { evaluationWriter } from "../evaluation/store.ts";
 import type { LedgerEnv } from "../tx/context.ts";
 import { advanceProposal, electorateAt } from "./advance.ts";
 import { cohortPosition } from "./schedule.ts";
@@ -21,7 +22,7 @@ export function dataBoundary(state: LedgerWriter, env: LedgerEnv): void {
   const t = trainingWriter(state);
   if (l.proposal !== null) {
     // A tick with nothing due is refused by the machine and changes nothing.
-    const busy = t.lifecycle()!.job !== null;
+    const busy = t.lifecycle()!.job !== null || (evaluationWriter(state).facts()?.live ?? null) !== null;
     advanceProposal(state, d.proposal(l.proposal)!, {
       type: "tick",
       current: electorateAt(state, env.height),

@@ -29,6 +29,8 @@ export const ESCROW_TABLES: Record<string, (value: JsonValue) => number> = {
   inference_job: (v) => (v as { escrow: number }).escrow,
   // Proposal bonds of data proposals until they activate or expire (ledger/data/store.ts).
   data_proposal: (v) => (v as { escrow: number }).escrow,
+  // Claim and challenge bonds of live score claims (ledger/evaluation/store.ts).
+  evaluation_score: (v) => (v as { escrow: number }).escrow,
 };
 
 const ZERO: MoneySums = { genesis_supply: 0, issued: 0, balances: 0, bonds: 0, escrows: 0, burned: 0 };

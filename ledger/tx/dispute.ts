@@ -1,6 +1,7 @@
 /**
  * `challenge`, `upload`, `seal` and `resolve` against a pending claim: the live training step or growth
- * (PROTOCOL §5) or a pending inference response (§8), found by `dispute_target.ts`. The handlers compute what
+ * (PROTOCOL §5), a pending inference response (§8) or a pending score claim (§7), found by
+ * `dispute_target.ts`. The handlers compute what
  * the claim machine cannot (the objects needed, the chunk's decoded size, the digest of the uploaded chunks,
  * the referee's verdict on the sealed bytes), then feed the claim's lifecycle machine and apply its moves.
  * Chunks are kept in ledger state; a sealed object's bytes stay there and are served by `GET /object/<root>`.

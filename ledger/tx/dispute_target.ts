@@ -1,6 +1,7 @@
 /**
  * The pending claim a `challenge`, `upload`, `seal` or `resolve` is about, whatever lifecycle made it: the live
- * training step or growth (`ledger/training/`), or a pending inference response (`ledger/inference/`). Each
+ * training step or growth (`ledger/training/`), a pending inference response (`ledger/inference/`) or a
+ * pending score claim (`ledger/evaluation/`). Each
  * gives the dispute handlers the same few operations, so the claim phase of PROTOCOL §5 is written once.
  */
 import { reject, type Rejection } from "../../core/errors.ts";
@@ -9,6 +10,10 @@ import type { Challenge, Claim, ClaimEvent } from "../../workflows/_claim.ts";
 import { growth } from "../../workflows/growth.ts";
 import { training } from "../../workflows/training.ts";
 import { inference } from "../../workflows/inference.ts";
+import { score } from "../../workflows/score.ts";
+import { advanceScore, scoreEnded } from "../evaluation/advance.ts";
+import { scoreFraudNeeded, scoreObjects, scoreVerdict } from "../evaluation/dispute.ts";
+import { evaluationWriter } from "../evaluation/store.ts";
 import { advanceInference } from "../inference/advance.ts";
 import { jobManifest, responseNeeded, responseObjects, responseVerdict } from "../inference/dispute.ts";
 import { inferenceWriter } from "../inference/store.ts";
@@ -61,6 +66,22 @@ export function disputeTarget(
       fraudNeeded: (stage) => responseNeeded(answered, manifest, stage),
       objects: () => responseObjects(answered),
       verdict: (c) => responseVerdict(t, answered, manifest, c),
+    };
+  }
+  const scored = typeof claimId === "string" ? evaluationWriter(state).score(claimId) : null;
+  if (scored) {
+    if (scoreEnded(scored)) {
+      return reject("invalid_transition", `Cannot ${what}: claim ${claimId} is not pending`);
+    }
+    return {
+      claimId: scored.id,
+      claim: scored.state.claim,
+      advance: (event) => advanceScore(state, scored, event, env),
+      dryResolve: (sender) =>
+        dry(score.apply(scored.state, { type: "resolve", sender, verdict: "match" }, env)),
+      fraudNeeded: (stage) => scoreFraudNeeded(state, scored, stage),
+      objects: () => scoreObjects(state, scored),
+      verdict: (c) => scoreVerdict(t, scored, c),
     };
   }
   const l = lifecycleOf(t, what);

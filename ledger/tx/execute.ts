@@ -16,6 +16,7 @@ import { claim, reserve, type TrainingKind } from "./training.ts";
 import { challenge, resolve, seal, upload } from "./dispute.ts";
 import { infer, respond } from "./inference.ts";
 import { grow } from "./growth.ts";
+import { finishEvaluationTx, openEvaluationTx, scoreTx } from "./evaluation.ts";
 import { proposeDataKind, voteDataKind } from "./data.ts";
 
 /** Every transaction kind of the protocol so far (training kinds also receive the txid). */
@@ -35,6 +36,9 @@ export const TX_KINDS: Readonly<Record<string, TxKind | TrainingKind>> = {
   respond,
   propose_data: proposeDataKind,
   vote_data: voteDataKind,
+  open_evaluation: openEvaluationTx,
+  score: scoreTx,
+  finish_evaluation: finishEvaluationTx,
 };
 
 function check(tx: VerifiedEnvelope, state: LedgerWriter, env: LedgerEnv, chainId: string): HandlerResult {
