@@ -48,7 +48,7 @@ export function scoreContext(view: LedgerView | TrainingView, s: ScoreEntry) {
 }
 
 /** The objects an availability challenge may name: each partition's output. */
-export function scoreObjects(view: LedgerView | TrainingView, s: ScoreEntry): Set<string> {
+export function scoreObjects(s: ScoreEntry): Set<string> {
   return new Set(scoreParts(s.metadata, s.state.scored.record_root).traces.map((t) => t.output));
 }
 

@@ -80,7 +80,7 @@ export function disputeTarget(
       dryResolve: (sender) =>
         dry(score.apply(scored.state, { type: "resolve", sender, verdict: "match" }, env)),
       fraudNeeded: (stage) => scoreFraudNeeded(state, scored, stage),
-      objects: () => scoreObjects(state, scored),
+      objects: () => scoreObjects(scored),
       verdict: (c) => scoreVerdict(t, scored, c),
     };
   }
