@@ -2,7 +2,8 @@
  * The ledger application, with the interface named after ABCI 2.0 so that a CometBFT adapter can drive it
  * later without touching the rules: `info`, `initChain`, `checkTx`, `prepareProposal`, `processProposal`,
  * `finalizeBlock` (applies into an overlay, persists nothing), `commit` (persists) and `query` (read-only).
- * Signature verification is cached by raw hash between `checkTx` and `finalizeBlock`. `initChain` runs when
+ * A signature verified by an accepted `checkTx` is cached by raw hash (bounded by bytes, `SignatureCache`)
+ * until the transaction commits or the mempool drops it; a rejected envelope is never kept. `initChain` runs when
  * `open` finds an empty state; a state created from another genesis is refused (`genesis_mismatch`).
  *
  * @example
@@ -42,6 +43,7 @@ import { answerQuery } from "./query.ts";
 import { initTraining } from "./training/store.ts";
 import { initInference } from "./inference/genesis.ts";
 import { initData } from "./data/store.ts";
+import { SIG_CACHE_BYTES, SignatureCache } from "./signature_cache.ts";
 
 /** Options of an application instance. */
 export interface AppOptions {
@@ -51,6 +53,8 @@ export interface AppOptions {
   readonly afterTransactions?: (state: LedgerWriter, env: LedgerEnv) => void;
   /** Test hook run between applying a block and persisting it (crash tests kill the process here). */
   readonly beforeCommit?: (height: number) => void;
+  /** The byte bound of the verified-signature cache (default `SIG_CACHE_BYTES`). */
+  readonly signatureCacheBytes?: number;
 }
 
 /** The outcome of `finalizeBlock`. */
@@ -106,8 +110,6 @@ function powerChanges(state: LedgerWriter, height: number): PowerChange[] {
   return out;
 }
 
-const SIG_CACHE_LIMIT = 200_000;
-
 /** The replicated ledger application of one node. */
 export class LedgerApp {
   readonly store: LedgerStore;
@@ -120,7 +122,7 @@ export class LedgerApp {
   #pending:
     | { record: JsonValue; overlay: Overlay; head: ChainHead; sums: MoneySums; result: FinalizeResult }
     | null = null;
-  readonly #verified = new Map<string, VerifiedEnvelope>();
+  readonly #verified: SignatureCache;
   /** Raw hashes of envelope objects this node decoded itself (the proposer's own blocks skip re-encoding). */
   readonly #hashOf = new WeakMap<object, string>();
   /** How many envelopes this instance verified cryptographically (cache hits are not counted). */
@@ -132,6 +134,7 @@ export class LedgerApp {
     this.genesisId = genesisId(genesisValue);
     this.params = { ...this.genesis.params, ...this.genesis.consensus, ...options.divergentParams };
     this.#options = options;
+    this.#verified = new SignatureCache(options.signatureCacheBytes ?? SIG_CACHE_BYTES);
     const head = store.head();
     if (head && head.genesis_id !== this.genesisId) {
       throw new ProtocolError(
@@ -184,7 +187,7 @@ export class LedgerApp {
     return head;
   }
 
-  /** Decodes and verifies raw envelope bytes, reusing an earlier verification of the same bytes. */
+  /** Decodes and verifies raw envelope bytes, reusing a cached verification of the same bytes (never caching). */
   verify(raw: Uint8Array): { ok: true; tx: VerifiedEnvelope; hash: string } | Rejection {
     const hash = rawHash(raw);
     const cached = this.#verified.get(hash);
@@ -192,14 +195,18 @@ export class LedgerApp {
     this.verifications++;
     const r = decodeEnvelope(raw);
     if (!r.ok) return r;
-    this.#remember(hash, r.value);
+    this.#hashOf.set(r.value.envelope, hash);
     return { ok: true, tx: r.value, hash };
   }
 
-  #remember(hash: string, tx: VerifiedEnvelope): void {
-    this.#hashOf.set(tx.envelope, hash);
-    if (this.#verified.size >= SIG_CACHE_LIMIT) this.#verified.delete(this.#verified.keys().next().value!);
-    this.#verified.set(hash, tx);
+  /** The verified-signature cache's size: entries and the raw bytes they came from. */
+  signatureCache(): { entries: number; bytes: number } {
+    return { entries: this.#verified.size, bytes: this.#verified.bytes };
+  }
+
+  /** Forgets the cached verification of `hash` (the mempool dropped it). */
+  forget(hash: string): void {
+    this.#verified.delete(hash);
   }
 
   /** A fresh projection of the committed state for mempool admission. */
@@ -210,10 +217,25 @@ export class LedgerApp {
   /** Admission check: applies `raw` to `projection` (which keeps it when accepted). */
   checkTx(raw: Uint8Array, projection: Overlay, time: number): TxResult & { hash: string } {
     const v = this.verify(raw);
-    const hash = rawHash(raw);
-    if (!v.ok) return { ok: false, code: v.code, message: v.message, hash };
+    if (!v.ok) return { ok: false, code: v.code, message: v.message, hash: rawHash(raw) };
+    return { ...this.checkVerified(v.tx, v.hash, raw.length, projection, time), hash: v.hash };
+  }
+
+  /**
+   * Admission check of an envelope `verify` already decoded: applies it to `projection` (which keeps it when
+   * accepted) and, when accepted, caches its verification until it commits or is forgotten.
+   */
+  checkVerified(
+    tx: VerifiedEnvelope,
+    hash: string,
+    bytes: number,
+    projection: Overlay,
+    time: number,
+  ): TxResult {
     const env = { height: this.#head.height + 1, time: Math.max(time, this.#head.time), params: this.params };
-    return { ...executeTx(v.tx, projection, env, this.genesis.chain_id), hash };
+    const result = executeTx(tx, projection, env, this.genesis.chain_id);
+    if (result.ok) this.#verified.set(hash, tx, bytes);
+    return result;
   }
 
   /** Picks envelopes (raw bytes, in order) that fit the block byte bound with room for the commit. */
@@ -312,7 +334,6 @@ export class LedgerApp {
           continue;
         }
         v = r.value;
-        this.#remember(hash, v);
       }
       results.push(executeTx(v, overlay, env, this.genesis.chain_id));
     }

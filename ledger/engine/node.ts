@@ -1,6 +1,6 @@
 /**
  * A validator node: the ledger application on `<home>/state.sqlite`, the RPC on 127.0.0.1, and either the
- * proposer (no `follow`) or a replica following `follow`. The consensus key is `<home>/consensus.key` when
+ * proposer (no `follow`, its mempool journaled in `<home>/mempool.sqlite`) or a replica following `follow`. The consensus key is `<home>/consensus.key` when
  * present. A node refuses a genesis whose id differs from the one its state was created with, and resumes
  * at its committed height after a restart (nothing committed is applied twice).
  *
@@ -16,7 +16,8 @@ import { type AppOptions, LedgerApp } from "../app.ts";
 import { type ConsensusKey, loadConsensusKeyFile } from "../consensus_key.ts";
 import { rpcHandler, type RpcNode } from "../rpc/server.ts";
 import { Heights } from "./heights.ts";
-import { Mempool } from "./mempool.ts";
+import { Mempool, type MempoolLimits } from "./mempool.ts";
+import { MempoolStore } from "./mempool_store.ts";
 import { Proposer } from "./proposer.ts";
 import { type HaltReport, Replica } from "./replica.ts";
 
@@ -31,6 +32,8 @@ export interface NodeOptions {
   /** Overrides the genesis block interval (ms). */
   readonly intervalMs?: number;
   readonly app?: AppOptions;
+  /** Overrides of the proposer's mempool bounds. */
+  readonly mempool?: Partial<MempoolLimits>;
   readonly log?: (line: string) => void;
 }
 
@@ -61,7 +64,10 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
   const app = LedgerApp.open(`${options.home}/state.sqlite`, options.genesis, options.app);
   const heights = new Heights(app.info().height);
   const controller = new AbortController();
-  const mempool = options.follow ? null : new Mempool(app);
+  const pool = options.follow ? null : MempoolStore.open(`${options.home}/mempool.sqlite`);
+  const mempool = pool
+    ? new Mempool(app, { store: pool, ...(options.mempool ? { limits: options.mempool } : {}) })
+    : null;
   const proposer = mempool ? new Proposer(app, mempool, heights, key) : null;
   const replica = options.follow ? new Replica(app, options.follow, heights, key, log) : null;
 
@@ -173,6 +179,7 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
         heights.wakeAll();
         await loop.catch(() => null);
         await server.shutdown();
+        pool?.close();
         app.close();
       })();
       return stopped;

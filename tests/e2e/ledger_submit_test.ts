@@ -26,7 +26,8 @@ Deno.test("the actors' Submitter commits a transfer through the validator RPC an
     const stale = await submitter.submit("pay-bob-again", () => raw.slice());
     // The same bytes again: already committed, so the Submitter finds them committed by their hash.
     assertEquals(stale.status, "committed");
-    const future = canonicalBytes(tx(alice, "transfer", 5, { to: bob.accountId, amount: 1 }));
+    // A nonce past the mempool's window of held future nonces (next nonce 1 + 256) is refused outright.
+    const future = canonicalBytes(tx(alice, "transfer", 1 + 256, { to: bob.accountId, amount: 1 }));
     const rejected = await submitter.submit("future", () => future);
     assertEquals([rejected.status, rejected.code], ["rejected", "future_nonce"]);
     assertEquals((node.app.query(`/account/${bob.accountId}`) as { balance: number }).balance, 77);

@@ -1,0 +1,101 @@
+import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
+import { canonical } from "../../core/canonical.ts";
+import type { AccountKey } from "../../ledger/keys.ts";
+import { alice, bob, consSeeds, owners, testGenesis, tx } from "../ledger/_fixture.ts";
+import { getJson, type NodeProc, prepare, prng, startProc, stopProc, until } from "../e2e/_ledger_procs.ts";
+
+const SEED = Number(Deno.env.get("NEURO_SEED") ?? Date.now() % 100_000);
+
+interface Sent {
+  readonly hash: string;
+  readonly amount: number;
+  accepted: boolean;
+}
+
+/** Sends `count` transfers of `key` to bob over `lanes` concurrent lanes (so nonces arrive out of order). */
+async function pipeline(
+  url: string,
+  key: AccountKey,
+  base: number,
+  count: number,
+  lanes: number,
+  out: Sent[],
+) {
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const nonce = next++;
+      const amount = base + nonce;
+      const envelope = tx(key, "transfer", nonce, { to: bob.accountId, amount });
+      const body = canonical(envelope);
+      const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body)).then((d) =>
+        [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("")
+      );
+      const sent: Sent = { hash, amount, accepted: false };
+      out.push(sent);
+      try {
+        const res = await fetch(`${url}/broadcast_tx`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        });
+        const answer = JSON.parse(await res.text()) as { check: { ok: boolean; code?: string } };
+        if (!answer.check.ok) throw new Error(`nonce ${nonce} refused: ${answer.check.code}`);
+        sent.accepted = true;
+      } catch (e) {
+        if (e instanceof Error && e.message.includes("refused")) throw e;
+        return; // the proposer died with this request in flight: its outcome is unknown
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+}
+
+Deno.test(`after a SIGKILL at a random moment under load every transaction answered accepted is committed exactly once (seed ${SEED})`, async () => {
+  const random = prng(SEED);
+  const dir = await Deno.makeTempDir();
+  const procs: NodeProc[] = [];
+  try {
+    const path = await prepare(dir, testGenesis(), consSeeds.slice(0, 1));
+    const first = await startProc(`${dir}/v0`, path, { intervalMs: 150 });
+    procs.push(first);
+    const sent: Sent[] = [];
+    const load = Promise.all([
+      pipeline(first.url, alice, 1, 400, 8, sent),
+      pipeline(first.url, owners[0]!, 10_000, 400, 8, sent),
+    ]);
+    const killAt = 300 + Math.floor(random() * 1_200);
+    await new Promise((r) => setTimeout(r, killAt));
+    first.child.kill("SIGKILL");
+    await load;
+    await first.exited;
+    const accepted = sent.filter((s) => s.accepted);
+    console.log(
+      `seed ${SEED}: killed after ${killAt} ms, ${accepted.length} of ${sent.length} answered accepted`,
+    );
+    equal(accepted.length > 0, true, "the kill came before any transaction was accepted");
+
+    const second = await startProc(`${dir}/v0`, path, { intervalMs: 150 });
+    procs.push(second);
+    const status = async (s: Sent) =>
+      (await getJson<{ status: string }>(`${second.url}/tx?hash=${s.hash}`)).status;
+    await until("every accepted transaction to commit", async () => {
+      for (const s of accepted) if ((await status(s)) !== "committed") return false;
+      return true;
+    }, 60_000);
+    let committedSum = 0;
+    let committedCount = 0;
+    for (const s of sent) {
+      if ((await status(s)) === "committed") (committedSum += s.amount, committedCount++);
+    }
+    const nonces = await Promise.all(
+      [alice, owners[0]!].map((k) => getJson<{ nonce: number }>(`${second.url}/account/${k.accountId}`)),
+    );
+    assertEquals(nonces[0]!.nonce + nonces[1]!.nonce, committedCount);
+    const bobNow = await getJson<{ balance: number }>(`${second.url}/account/${bob.accountId}`);
+    assertEquals(bobNow.balance, committedSum);
+  } finally {
+    for (const p of procs) await stopProc(p);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
