@@ -9,12 +9,14 @@
  * sender's projected nonce by less than `futureWindow` (and whose sender can pay the fees of all its held
  * transactions) is held, not refused: it joins the pool, in nonce order, once the gap closes, and is dropped
  * if it does not apply then or is still waiting after `futureTtlMs`. With a `MempoolStore`, every admitted or
- * held transaction is journaled before `add` returns, and a new pool re-admits the journal.
+ * held transaction is queued for the journal by `add`, and `durable()` resolves once it is on disk (the node
+ * answers `accepted` only then); a new pool re-admits the journal.
  *
  * @example
  * ```ts
  * const pool = new Mempool(app, { store: MempoolStore.open(`${home}/mempool.sqlite`) });
- * pool.add(raw, Date.now()); // {ok: true, hash} once it is on disk
+ * const r = pool.add(raw, Date.now()); // {ok: true, hash}
+ * await pool.durable(); // journaled: now the answer may be sent
  * ```
  */
 import { reject } from "../../core/errors.ts";
@@ -109,6 +111,11 @@ export class Mempool {
   /** Admits or holds `raw` if it applies to the projected state; the same bytes twice are admitted once. */
   add(raw: Uint8Array, time: number): AddResult {
     return this.#add(raw, time, time, true);
+  }
+
+  /** Resolves once every transaction admitted so far is journaled (at once without a store). */
+  durable(): Promise<void> {
+    return this.#store?.synced() ?? Promise.resolve();
   }
 
   /** Admitted raw envelopes in arrival order (each sender's in nonce order). */
@@ -285,13 +292,7 @@ export class Mempool {
   }
 
   #persist(e: Entry, persist: boolean): void {
-    if (!persist || !this.#store) return;
-    try {
-      this.#store.put(e.hash, e.raw, e.received);
-    } catch (err) {
-      this.#app.forget(e.hash);
-      throw err;
-    }
+    if (persist) this.#store?.put(e.hash, e.raw, e.received);
   }
 
   #count(e: Entry, delta: 1 | -1): void {

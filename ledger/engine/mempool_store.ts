@@ -1,13 +1,15 @@
 /**
  * The proposer's mempool journal: every admitted transaction's exact bytes in `<home>/mempool.sqlite` (WAL,
  * `synchronous=FULL`), written and synced before the node answers `accepted`, deleted once the transaction
- * is committed or dropped. On restart the mempool re-admits the rows in arrival order, re-checking each
- * against the committed state, so a crash never forgets an accepted transaction.
+ * is committed or dropped. Deletions are batched (at most one write a second, or every 512 rows): a row
+ * that outlives its transaction is harmless, because on restart the mempool re-admits the rows in arrival
+ * order re-checking each against the committed state, so a crash never forgets an accepted transaction.
  *
  * @example
  * ```ts
  * const store = MempoolStore.open("/tmp/v0/mempool.sqlite");
  * store.put(hash, raw, Date.now());
+ * await store.synced(); // now it is on disk (rows admitted in the same turn share one write)
  * store.rows(); // [{hash, raw, received}] in arrival order
  * store.delete([hash]);
  * store.close();
@@ -28,11 +30,20 @@ CREATE TABLE IF NOT EXISTS pending (seq INTEGER PRIMARY KEY AUTOINCREMENT, hash 
   raw BLOB NOT NULL, received INTEGER NOT NULL);
 `;
 
+/** How long a write waits for more rows to share its sync. */
+const SYNC_WINDOW_MS = 2;
+const DELETE_EVERY_MS = 1_000;
+const DELETE_BATCH = 512;
+
 /** The durable journal of admitted transactions. */
 export class MempoolStore {
   readonly #db: DatabaseSync;
   readonly #put: StatementSync;
   readonly #del: StatementSync;
+  #doomed: string[] = [];
+  #lastDelete = 0;
+  #queued: MempoolRow[] = [];
+  #sync: Promise<void> | null = null;
 
   private constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -47,17 +58,38 @@ export class MempoolStore {
     return new MempoolStore(path);
   }
 
-  /** Journals one admitted transaction; returns once it is on disk. */
+  /**
+   * Queues one admitted transaction for the journal; `synced()` resolves once it is on disk. Rows queued
+   * while the event loop finishes its current turn are written in one transaction (one sync for all).
+   */
   put(hash: string, raw: Uint8Array, received: number): void {
-    this.#put.run(hash, raw, received);
+    this.#queued.push({ hash, raw, received });
   }
 
-  /** Forgets transactions (committed or dropped), in one write. */
-  delete(hashes: readonly string[]): void {
-    if (hashes.length === 0) return;
+  /** Resolves once every row queued so far is on disk; rejects if the write failed. */
+  synced(): Promise<void> {
+    if (this.#queued.length === 0) return Promise.resolve();
+    this.#sync ??= new Promise<void>((resolve, reject) => {
+      setTimeout(() => {
+        this.#sync = null;
+        try {
+          this.#write();
+          resolve();
+        } catch (e) {
+          reject(e);
+        }
+      }, SYNC_WINDOW_MS);
+    });
+    return this.#sync;
+  }
+
+  #write(): void {
+    const rows = this.#queued;
+    this.#queued = [];
+    if (rows.length === 0) return;
     this.#db.exec("BEGIN IMMEDIATE");
     try {
-      for (const h of hashes) this.#del.run(h);
+      for (const r of rows) this.#put.run(r.hash, r.raw, r.received);
       this.#db.exec("COMMIT");
     } catch (e) {
       this.#db.exec("ROLLBACK");
@@ -65,8 +97,33 @@ export class MempoolStore {
     }
   }
 
-  /** Every journaled transaction in arrival order. */
+  /** Forgets transactions (committed or dropped); written with the next batch. */
+  delete(hashes: readonly string[]): void {
+    this.#doomed.push(...hashes);
+    const now = Date.now();
+    if (this.#doomed.length >= DELETE_BATCH || now - this.#lastDelete >= DELETE_EVERY_MS) this.flush(now);
+  }
+
+  /** Writes the pending deletions now, in one transaction. */
+  flush(now = Date.now()): void {
+    this.#write();
+    this.#lastDelete = now;
+    if (this.#doomed.length === 0) return;
+    const doomed = this.#doomed;
+    this.#doomed = [];
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      for (const h of doomed) this.#del.run(h);
+      this.#db.exec("COMMIT");
+    } catch (e) {
+      this.#db.exec("ROLLBACK");
+      throw e;
+    }
+  }
+
+  /** Every journaled transaction in arrival order (pending deletions written first). */
   rows(): MempoolRow[] {
+    this.flush();
     const rows = this.#db.prepare("SELECT hash, raw, received FROM pending ORDER BY seq").all() as {
       hash: string;
       raw: Uint8Array;
@@ -75,8 +132,9 @@ export class MempoolStore {
     return rows.map((r) => ({ hash: r.hash, raw: new Uint8Array(r.raw), received: Number(r.received) }));
   }
 
-  /** Closes the database. */
+  /** Writes pending deletions and closes the database. */
   close(): void {
+    this.flush();
     this.#db.close();
   }
 }

@@ -75,6 +75,7 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
     async broadcast(raw) {
       if (mempool) {
         const r = mempool.add(raw, Date.now());
+        if (r.ok) await mempool.durable(); // persist before replying
         const { hash, ...check } = r;
         return { hash, check };
       }
