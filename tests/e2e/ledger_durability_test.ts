@@ -11,7 +11,8 @@ import {
   until,
 } from "./_ledger_procs.ts";
 
-const PAUSE = 12;
+/** Far enough ahead that the transfers and the block reads finish before the node pauses (and stops answering). */
+const PAUSE = 30;
 
 Deno.test("a validator killed with SIGKILL while applying a block restarts at the last committed height with the same app hash and loses no committed transaction", async () => {
   const dir = await Deno.makeTempDir();
@@ -19,7 +20,7 @@ Deno.test("a validator killed with SIGKILL while applying a block restarts at th
   try {
     const path = await prepare(dir, testGenesis(), consSeeds.slice(0, 1));
     const first = await startProc(`${dir}/v0`, path, {
-      intervalMs: 40,
+      intervalMs: 50,
       env: { NEURO_TEST_PAUSE_BEFORE_COMMIT: String(PAUSE) },
     });
     procs.push(first);
