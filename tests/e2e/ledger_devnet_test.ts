@@ -36,6 +36,12 @@ Deno.test("genesis devnet plus four validator processes (one proposer, three rep
     ]);
     equal(sent.code, 0, sent.err);
     equal(/committed at height \d+/.test(sent.out), true, sent.out);
+    const at = Number(/committed at height (\d+)/.exec(sent.out)![1]);
+    // The transfer was confirmed by validator-2; validator-3 may be a block behind it.
+    await until(
+      "validator-3 to reach the transfer's height",
+      async () => (await getJson<{ height: number }>(`${procs[3]!.url}/status`)).height >= at,
+    );
     const status = await task(["tasks/status.ts", "--rpc", procs[3]!.url, "--account", to]);
     equal(status.code, 0, status.err);
     const account = parseJson(status.out.trim()) as { balance: number };
