@@ -119,3 +119,27 @@ Deno.test("a cohort past its training deadline closes: the learning root returns
 function trainedId(c: TestCohort): string {
   return c.document.documents.find((d) => d.role === "train")!.id;
 }
+
+Deno.test("a claim reserved before the deadline still settles and is paid; the cohort closes once it has", () => {
+  const net = dataNet({ trainingBlocks: 4 });
+  activate(net, nextCohort(net, "a"));
+  const serving = net.lifecycle().serving_root;
+  const deadline = (dataFacts(net).cohort as JsonObject).deadline as number;
+  const { height, claimId } = reserveAndClaim(net);
+  assert.ok(height <= deadline);
+  net.until(deadline + 3);
+  // Past the deadline with the claim still pending: the cohort waits for it.
+  assert.equal((dataFacts(net).cohort as JsonObject).status, "training");
+  assert.notEqual(net.lifecycle().claim, null);
+  net.until(height + DEVNET_PARAMS.challenge_blocks + 2);
+  const settled = net.app.query(`/claim?id=${claimId}`) as JsonObject;
+  assert.equal((settled.state as JsonObject).status, "settled");
+  const c = dataFacts(net).cohort as JsonObject;
+  assert.deepEqual([c.status, c.position, c.ended], [
+    "closed",
+    1,
+    height + DEVNET_PARAMS.challenge_blocks + 1,
+  ]);
+  assert.equal(net.lifecycle().learning_root, serving);
+  assert.equal(net.lifecycle().training_round, 1);
+});
