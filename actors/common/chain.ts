@@ -18,7 +18,7 @@ import { envelopeBytes, signBody, type TxBody } from "../../ledger/envelope.ts";
 import type { AccountKey } from "../../ledger/keys.ts";
 import type { ClaimAnswer, LifecycleAnswer, TrainingTxKind } from "../../ledger/training/wire.ts";
 import type { INFERENCE_TX_FIELDS, JobAnswer, LiveJobsAnswer } from "../../ledger/inference/wire.ts";
-import type { DataAnswer, DataTxKind, ProposalAnswer } from "../../ledger/data/wire.ts";
+import type { ConsumedAnswer, DataAnswer, DataTxKind, ProposalAnswer } from "../../ledger/data/wire.ts";
 import { TransportClient } from "../runtime/transport.ts";
 
 /** A read-only client of one validator's RPC, plus transaction signing. */
@@ -88,6 +88,18 @@ export class ChainClient {
     return await this.#orNull(proposalId ? `/data/proposal?id=${proposalId}` : "/data/proposal") as
       | ProposalAnswer
       | null;
+  }
+
+  /** `/data/consumed`: whether a document id, a batch root or a source row was consumed, and by which cohort. */
+  async consumed(
+    what: { document: string } | { batch: string } | { source: string; row: number },
+  ): Promise<ConsumedAnswer> {
+    const query = "document" in what
+      ? `document=${what.document}`
+      : "batch" in what
+      ? `batch=${what.batch}`
+      : `source=${encodeURIComponent(what.source)}&row=${what.row}`;
+    return await this.http.json("GET", `/data/consumed?${query}`) as ConsumedAnswer;
   }
 
   async #orNull(path: string): Promise<JsonValue | null> {

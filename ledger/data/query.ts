@@ -1,7 +1,8 @@
 /**
  * The data query paths of the validator RPC (PROTOCOL §13; answer shapes in `wire.ts`): `/data[?root=]` (an
  * activated cohort, default the latest, with its scheduled batches' JSON in schedule order),
- * `/data/proposal[?id=]` (a proposal, default the pending one, with its document), and the `data` part of
+ * `/data/proposal[?id=]` (a proposal, default the pending one, with its document), `/data/consumed?…`
+ * (whether a document id, batch root or source row was consumed, and by which cohort), and the `data` part of
  * `/lifecycle` (data root, cursors, pending proposal, latest cohort and its position). Unknown roots and ids
  * answer null (404 at the RPC). Queries read through a view and cannot write.
  */
@@ -11,7 +12,13 @@ import type { LedgerView } from "../state/accessors.ts";
 import { trainingView } from "../training/store.ts";
 import { cohortPosition } from "./schedule.ts";
 import { type Cohort, dataView } from "./store.ts";
-import type { CohortAnswer, DataAnswer, DataLifecycleAnswer, ProposalAnswer } from "./wire.ts";
+import type {
+  CohortAnswer,
+  ConsumedAnswer,
+  DataAnswer,
+  DataLifecycleAnswer,
+  ProposalAnswer,
+} from "./wire.ts";
 
 function cohortAnswer(view: LedgerView, c: Cohort): CohortAnswer {
   const round = trainingView(view).lifecycle()!.training_round;
@@ -42,6 +49,20 @@ export function dataLifecycleAnswer(view: LedgerView): DataLifecycleAnswer | nul
   };
 }
 
+/** `/data/consumed?document=<id>`, `?batch=<root>` or `?source=<name>&row=<n>`; null when malformed. */
+function consumedAnswer(params: URLSearchParams, view: LedgerView): ConsumedAnswer | null {
+  const document = params.get("document"), batch = params.get("batch");
+  const source = params.get("source"), row = params.get("row");
+  let key: string;
+  if (isRoot(document) && params.size === 1) key = `document/${document}`;
+  else if (isRoot(batch) && params.size === 1) key = `batch/${batch}`;
+  else if (source !== null && row !== null && /^(0|[1-9][0-9]{0,15})$/.test(row) && params.size === 2) {
+    key = `position/${source}#${row}`;
+  } else return null;
+  const by = dataView(view).consumedBy(key);
+  return { consumed: by !== null, data_root: by };
+}
+
 /** Answers a data query, or null when the path, root or id is unknown. */
 export function answerDataQuery(
   pathname: string,
@@ -50,7 +71,8 @@ export function answerDataQuery(
 ): JsonValue | null {
   const d = dataView(view);
   const l = d.lifecycle();
-  if (!l || (pathname !== "/data" && pathname !== "/data/proposal")) return null;
+  if (!l || !["/data", "/data/proposal", "/data/consumed"].includes(pathname)) return null;
+  if (pathname === "/data/consumed") return consumedAnswer(params, view);
   if (pathname === "/data") {
     const root = params.get("root") ?? l.cohort;
     const c = isRoot(root) ? d.cohort(root) : null;

@@ -102,9 +102,14 @@ export class DataView {
     return this.kv.get("data_cohort", dataRoot) as unknown as Cohort | null;
   }
 
+  /** The data root that consumed `key` (`document/<id>`, `position/<source>#<row>`, `batch/<root>`), or null. */
+  consumedBy(key: string): string | null {
+    return this.kv.get("data_consumed", key) as string | null;
+  }
+
   /** The consumed index of §6 over the `data_consumed` table. */
   consumed(): ConsumedIndex {
-    const has = (key: string) => this.kv.get("data_consumed", key) !== null;
+    const has = (key: string) => this.consumedBy(key) !== null;
     return {
       document: (id) => has(`document/${id}`),
       position: (source, row) => has(`position/${source}#${row}`),

@@ -81,5 +81,22 @@ export interface ProposalAnswer extends JsonObject {
   document: JsonObject;
 }
 
+/**
+ * `GET /data/consumed?document=<id>` | `?batch=<root>` | `?source=<name>&row=<n>`: whether an activated cohort
+ * consumed it, and which (its data root). A malformed query is 404.
+ */
+export interface ConsumedAnswer extends JsonObject {
+  consumed: boolean;
+  data_root: string | null;
+}
+
 /** The data query paths; unknown roots or ids answer 404 `not_found`. `/batch?root=` also serves cohort batches. */
-export const DATA_QUERY_PATHS = ["/data", "/data?root=", "/data/proposal", "/data/proposal?id="] as const;
+export const DATA_QUERY_PATHS = [
+  "/data",
+  "/data?root=",
+  "/data/proposal",
+  "/data/proposal?id=",
+  "/data/consumed?document=",
+  "/data/consumed?batch=",
+  "/data/consumed?source=&row=",
+] as const;

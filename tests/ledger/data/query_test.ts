@@ -8,7 +8,7 @@ import { withRpc } from "../training/_rpc.ts";
 import { sponsor } from "../training/_harness.ts";
 import { dataNet, nextCohort, proposeTx, voters, voteTx } from "./_net.ts";
 
-Deno.test("/lifecycle, /data, /data/proposal and /batch show the proposal, the cohort and its exact batches", async () => {
+Deno.test("/lifecycle, /data, /data/proposal, /data/consumed and /batch show the proposal, the cohort and its exact batches", async () => {
   const net = dataNet();
   const first = (net.lifecycle().data as JsonObject).data_root as string;
   const cohort = nextCohort(net, "a");
@@ -83,6 +83,18 @@ Deno.test("/lifecycle, /data, /data/proposal and /batch show the proposal, the c
       [cohort.root, 0, schedule[0]!.batch],
     );
     assert.deepEqual(await chain.batch(schedule[0]!.batch), cohort.batches.get(schedule[0]!.batch));
+    const doc = cohort.document.documents[5]!;
+    const yes = { consumed: true, data_root: cohort.root };
+    assert.deepEqual(await chain.consumed({ document: doc.id }), yes);
+    assert.deepEqual(await chain.consumed({ batch: doc.batches[0]! }), yes);
+    assert.deepEqual(await chain.consumed({ source: doc.source, row: doc.row }), yes);
+    const no = { consumed: false, data_root: null };
+    assert.deepEqual(await chain.consumed({ document: "ab".repeat(32) }), no);
+    // A row of the window that no document used was skipped, not consumed.
+    const lastRow = cohort.document.windows[0]!.end - 1;
+    assert.deepEqual(await chain.consumed({ source: cohort.document.windows[0]!.source, row: lastRow }), no);
+    assert.equal(net.app.query("/data/consumed?document=xyz"), null);
+    assert.equal(net.app.query(`/data/consumed?document=${doc.id}&batch=${doc.batches[0]}`), null);
     const activated = await chain.dataProposal(proposalId);
     assert.equal(activated?.state.status, "activated");
     assert.equal(await chain.dataProposal(), null);
