@@ -31,9 +31,16 @@ export async function prepare(dir: string, genesis: JsonObject, seeds: readonly 
 export async function startProc(
   home: string,
   genesisPath: string,
-  options: { follow?: string; intervalMs?: number; port?: number; env?: Record<string, string> } = {},
+  options: {
+    follow?: string;
+    intervalMs?: number;
+    port?: number;
+    env?: Record<string, string>;
+    engine?: "cometbft";
+  } = {},
 ): Promise<NodeProc> {
   const args = ["run", "--allow-all", `${ROOT}tasks/validator.ts`, "--home", home, "--genesis", genesisPath];
+  if (options.engine) args.push("--engine", options.engine);
   if (options.follow) args.push("--follow", options.follow);
   if (options.intervalMs) args.push("--interval-ms", String(options.intervalMs));
   if (options.port) args.push("--port", String(options.port));
