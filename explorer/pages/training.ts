@@ -1,0 +1,263 @@
+/** `/training` (every claim with its loss, outcome and reward, and the loss-over-rounds chart) and `/claim/<id>`. */
+import { isObject, type JsonObject } from "../../core/canonical.ts";
+import { fromHexFloat } from "../../core/hex_float.ts";
+import { type Answer, malformed, type PageContext, unknown } from "../answer.ts";
+import type { ClaimEntry } from "../chain_index.ts";
+import { type ClaimState, minted } from "../claim_states.ts";
+import { disputesOf } from "../disputes.ts";
+import {
+  accountLink,
+  atoms,
+  blockLink,
+  claimLink,
+  jsonView,
+  loss,
+  modelLink,
+  short,
+  txLink,
+} from "../format.ts";
+import { type Html, html, scriptJson } from "../html.ts";
+import { empty, page } from "../layout.ts";
+import { disputeTable } from "./disputes.ts";
+
+function outcome(s: ClaimState | null): Html {
+  if (!s) return html`<span class="muted">unknown</span>`;
+  const cls = s.status === "settled" ? "ok" : s.status === "rejected" ? "bad" : "live";
+  return html`<span class="${cls}">${s.status}</span>`;
+}
+
+/** The points of the loss chart: one per settled training claim, x = the step its record states. */
+export function lossPoints(claims: readonly ClaimEntry[], states: readonly (ClaimState | null)[]): {
+  steps: number[];
+  losses: number[];
+} {
+  const steps: number[] = [], losses: number[] = [];
+  claims.forEach((c, i) => {
+    if (c.kind !== "training" || states[i]?.status !== "settled" || c.loss === null) return;
+    try {
+      losses.push(fromHexFloat(c.loss));
+      steps.push(c.step ?? steps.length);
+    } catch {
+      // a loss that is not a hex float is shown in the table, not drawn
+    }
+  });
+  return { steps, losses };
+}
+
+/** `/training`. */
+export async function training(ctx: PageContext): Promise<Answer> {
+  const lifecycle = await ctx.source.query("/lifecycle");
+  const lc = isObject(lifecycle) ? lifecycle : {} as JsonObject;
+  const claims = ctx.index.claims();
+  const states = await Promise.all(claims.map((c) => ctx.claims.get(c.claim_id)));
+  const points = lossPoints(claims, states);
+  const rows = claims.map((c, i) => {
+    const s = states[i]!;
+    return html`
+      <tr class="claim-row" data-claim="${c.claim_id}">
+        <td>${i + 1}</td>
+        <td>${claimLink(c.claim_id)}</td>
+        <td>${c.kind}</td>
+        <td>${blockLink(c.height)}</td>
+        <td>${c.step ?? "—"}</td>
+        <td>${loss(c.loss)}</td>
+        <td>${outcome(s)}</td>
+        <td class="reason">${s?.reason ?? ""}</td>
+        <td>${s?.status === "settled" ? atoms(minted(s.moves)) : "—"}</td>
+        <td>${c.workers.length}</td>
+      </tr>
+    `;
+  });
+  const settled = states.filter((s) => s?.status === "settled").length;
+  const rejected = states.filter((s) => s?.status === "rejected").length;
+  const live = isObject(lc.claim) ? lc.claim : null;
+  const body = html`
+    <table class="facts">
+      <tr>
+        <th>training round</th>
+        <td>${String(lc.training_round ?? 0)}</td>
+      </tr>
+      <tr>
+        <th>learning root</th>
+        <td>${modelLink(typeof lc.learning_root === "string" ? lc.learning_root : null)}</td>
+      </tr>
+      <tr>
+        <th>serving root</th>
+        <td>${modelLink(typeof lc.serving_root === "string" ? lc.serving_root : null)}</td>
+      </tr>
+      <tr>
+        <th>schedule</th>
+        <td>${String(lc.batches ?? 0)} batches · learning rate ${String(
+          lc.learning_rate ?? "—",
+        )} · clip ${String(lc.clip ?? "—")}</td>
+      </tr>
+      <tr>
+        <th>live</th>
+        <td>${live
+          ? html`claim ${claimLink(String(live.claim_id))}`
+          : isObject(lc.assignment)
+          ? html`assignment reserved by ${accountLink(String(lc.assignment.owner))}`
+          : html`<span class="muted">nothing reserved or claimed</span>`}</td>
+      </tr>
+      <tr>
+        <th>claims</th>
+        <td id="claim-counts">${claims.length} claims · ${settled} settled · ${rejected} rejected</td>
+      </tr>
+    </table>
+    <h2>Loss over rounds</h2>
+    ${points.losses.length === 0
+      ? empty("No settled training step yet.")
+      : html`<div id="loss-chart" class="chart"></div>
+<script type="application/json" id="loss-data">${scriptJson(points)}</script>`}
+    <h2>Claims</h2>
+    ${claims.length === 0 ? empty("No claim on this chain yet.") : html`
+      <table class="list" id="claims">
+        <thead>
+          <tr>
+            <th>#</th>
+            <th>claim</th>
+            <th>kind</th>
+            <th>block</th>
+            <th>step</th>
+            <th>loss</th>
+            <th>outcome</th>
+            <th>reason</th>
+            <th>reward</th>
+            <th>workers</th>
+          </tr>
+        </thead>
+        <tbody>${rows}</tbody>
+      </table>
+    `}
+  `;
+  return { kind: "html", body: page(ctx.index, "Training", body, { chart: points.losses.length > 0 }) };
+}
+
+/** `/claim/<id>`. */
+export async function claim(ctx: PageContext, rest: string): Promise<Answer> {
+  if (!/^[0-9a-f]{64}$/.test(rest)) throw malformed("claim", rest, "64 lowercase hex");
+  const c = ctx.index.claim(rest);
+  const s = await ctx.claims.get(rest);
+  if (!c || !s) throw unknown("claim", rest);
+  const disputes = disputesOf(c, s);
+  const moves = s.moves.map((m) =>
+    html`
+      <tr>
+        <td>${m.op}</td>
+        <td>${"account" in m ? accountLink(m.account) : "—"}</td>
+        <td>${atoms(m.amount)}</td>
+      </tr>
+    `
+  );
+  const body = html`
+    <table class="facts">
+      <tr>
+        <th>claim id</th>
+        <td><code>${c.claim_id}</code></td>
+      </tr>
+      <tr>
+        <th>kind</th>
+        <td>${c.kind}</td>
+      </tr>
+      <tr>
+        <th>outcome</th>
+        <td>${outcome(s)}${s.reason
+          ? html`
+            — <span class="reason">${s.reason}</span>
+          `
+          : ""}</td>
+      </tr>
+      <tr>
+        <th>transaction</th>
+        <td>${txLink(c.hash)} in block ${blockLink(c.height)}</td>
+      </tr>
+      <tr>
+        <th>owner</th>
+        <td>${accountLink(c.owner, c.owner)}</td>
+      </tr>
+      <tr>
+        <th>step</th>
+        <td>${c.step ?? "—"}</td>
+      </tr>
+      <tr>
+        <th>loss</th>
+        <td>${loss(c.loss)}</td>
+      </tr>
+      <tr>
+        <th>bond</th>
+        <td>${s.bond === null ? "—" : atoms(s.bond)}</td>
+      </tr>
+      <tr>
+        <th>challenge window</th>
+        <td>${s.deadline === null ? "—" : html`until block ${s.deadline}`}</td>
+      </tr>
+      <tr>
+        <th>parent model</th>
+        <td>${modelLink(c.parent)}</td>
+      </tr>
+      <tr>
+        <th>candidate model</th>
+        <td>${modelLink(c.model_root)}</td>
+      </tr>
+      <tr>
+        <th>record root</th>
+        <td><code>${c.record_root ?? "—"}</code></td>
+      </tr>
+      <tr>
+        <th>workers</th>
+        <td>${c.workers.map((w, i) => html`<div>stage ${i}: ${accountLink(w)}</div>`)}</td>
+      </tr>
+    </table>
+    <h2>Money moved by the last transition</h2>
+    ${moves.length === 0 ? empty("No movement.") : html`
+      <table class="list">
+        <thead>
+          <tr>
+            <th>op</th>
+            <th>account</th>
+            <th>amount</th>
+          </tr>
+        </thead>
+        <tbody>${moves}</tbody>
+      </table>
+    `}
+    <h2>Disputes</h2>
+    ${disputes.length === 0 ? empty("Nobody challenged this claim.") : disputeTable(disputes, false)}
+    <h2>Transactions about this claim</h2>
+    ${c.events.length === 0 ? empty("None.") : html`
+      <table class="list">
+        <thead>
+          <tr>
+            <th>block</th>
+            <th>tx</th>
+            <th>kind</th>
+            <th>sender</th>
+            <th>detail</th>
+            <th>result</th>
+          </tr>
+        </thead>
+        <tbody>${c.events.map((e) =>
+          html`
+            <tr>
+              <td>${blockLink(e.height)}</td>
+              <td>${txLink(e.hash)}</td>
+              <td>${e.kind}</td>
+              <td>${accountLink(e.sender)}</td>
+              <td>${e.stage !== null ? `stage ${e.stage} ` : ""}${e.challenge_kind ?? ""}${e.object_root
+                ? html`
+                  object <code>${short(e.object_root)}</code>
+                `
+                : ""}${e.bytes !== null ? ` ${e.bytes.toLocaleString("en-US")} bytes` : ""}</td>
+              <td>${e.ok
+                ? html`<span class="ok">accepted</span>`
+                : html`<span class="bad">${e.code}</span>`}</td>
+            </tr>
+          `
+        )}</tbody>
+      </table>
+    `}
+    <h2>Ledger state</h2>
+    ${jsonView(s.state)}
+  `;
+  return { kind: "html", body: page(ctx.index, `Claim ${short(c.claim_id)}`, body) };
+}
