@@ -1,0 +1,163 @@
+/**
+ * The explorer in a real browser: a devnet runs a short scenario (1 honest step, the forged step the referee
+ * gets rejected with the slash, 2 more honest steps), the explorer serves its validator-0 state file read-only,
+ * and headless Chromium (Debian's `chromium`, driven by puppeteer-core) loads every page. The rendered text must
+ * show the block count, each claim's loss, the rejected claim's reason and the dispute's byte count, and the
+ * loss chart must hold one point per settled step. Screenshots are saved and their paths printed. Without a
+ * Chromium the test is reported as ignored with the reason, never as passed.
+ */
+import { deepStrictEqual as assertEquals, equal, match } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { startExplorer } from "../../explorer/server.ts";
+import { StateSource } from "../../explorer/state_source.ts";
+import { killLeftovers, runDevnet } from "../e2e/_devnet.ts";
+
+const CANDIDATES = [Deno.env.get("CHROMIUM_PATH") ?? "", "/usr/bin/chromium", "/usr/bin/chromium-browser"];
+const chromium = CANDIDATES.find((p) => {
+  try {
+    return p !== "" && Deno.statSync(p).isFile;
+  } catch {
+    return false;
+  }
+});
+if (!chromium) {
+  console.log(
+    "explorer browser test ignored: no Chromium at CHROMIUM_PATH, /usr/bin/chromium or /usr/bin/chromium-browser (apt-get install -y chromium)",
+  );
+}
+
+/** The bytes the ledger recorded as uploaded for the challenge on `claimId`, read from the state file itself. */
+function uploadedBytes(statePath: string, claimId: string): number {
+  const db = new DatabaseSync(statePath, { readOnly: true });
+  try {
+    const rows = db.prepare("SELECT value FROM state WHERE tbl = 'training_job'").all() as {
+      value: string;
+    }[];
+    for (const r of rows) {
+      const job = JSON.parse(r.value);
+      if (job.claim_id !== claimId) continue;
+      return (job.state.claim.challenge.uploads as { bytes: number }[]).reduce((n, u) => n + u.bytes, 0);
+    }
+    throw new Error(`no job for claim ${claimId}`);
+  } finally {
+    db.close();
+  }
+}
+
+/** How many blocks the state file holds, counted by SQLite itself. */
+function blockCount(statePath: string): number {
+  const db = new DatabaseSync(statePath, { readOnly: true });
+  try {
+    return Number((db.prepare("SELECT count(*) AS n FROM blocks").get() as { n: number }).n);
+  } finally {
+    db.close();
+  }
+}
+
+async function visit(page: Page, url: string, shots: string, name: string): Promise<string> {
+  const res = await page.goto(url, { waitUntil: "networkidle0" });
+  equal(res?.status(), 200, url);
+  const path = `${shots}/${name}.png`;
+  await page.screenshot({ path, fullPage: true });
+  console.log(`screenshot ${path}`);
+  return await page.$eval("main", (m) => (m as unknown as { innerText: string }).innerText);
+}
+
+Deno.test({
+  name:
+    "the explorer shows a devnet's blocks, claims with their losses, the rejected claim's reason, the dispute's bytes and a loss chart with one point per settled step in Chromium",
+  ignore: !chromium,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const tmp = await Deno.makeTempDir({ prefix: "explorer-browser-" });
+    const shots = `${tmp}/screenshots`;
+    await Deno.mkdir(shots);
+    let browser: Browser | null = null;
+    try {
+      const run = await runDevnet(`${tmp}/devnet`, ["--steps", "1"]);
+      equal(run.code, 0, run.stderr.slice(-30).join("\n"));
+      const s = run.summary!;
+      const statePath = `${tmp}/devnet/validator-0/state.sqlite`;
+      const before = [Deno.readFileSync(statePath), Deno.statSync(statePath).mtime?.getTime()];
+      const explorer = await startExplorer(StateSource.open(statePath), { port: 0 });
+      try {
+        browser = await puppeteer.launch({
+          executablePath: chromium!,
+          args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        });
+        const page = await browser.newPage();
+        await page.setViewport({ width: 1280, height: 900 });
+        const errors: string[] = [];
+        page.on("pageerror", (e) => errors.push(String(e)));
+
+        const count = blockCount(statePath);
+        equal(count >= s.height, true);
+        const home = await visit(page, `${explorer.url}/`, shots, "chain");
+        match(home, new RegExp(`Height\\s+${count}\\b`, "i"));
+        const blocks = await visit(page, `${explorer.url}/blocks`, shots, "blocks");
+        match(blocks, new RegExp(`${count} blocks committed and indexed`));
+
+        const training = await visit(page, `${explorer.url}/training`, shots, "training");
+        const rows = await page.$$eval(
+          "tr.claim-row",
+          (trs) => trs.map((tr) => (tr as unknown as { innerText: string }).innerText),
+        );
+        equal(rows.length, s.claims.length);
+        s.claims.forEach((c, i) => {
+          match(rows[i]!, new RegExp(`\\b${c.loss!.toFixed(4)}\\b`), `claim ${i + 1}`);
+          match(rows[i]!, new RegExp(c.status));
+        });
+        const rejected = s.claims.find((c) => c.status === "rejected")!;
+        match(rows[s.claims.indexOf(rejected)]!, /mismatch: optimizer update/);
+        match(training, new RegExp(`${s.settled} settled · 1 rejected`));
+        const chart = await page.evaluate(() => {
+          const c = (globalThis as unknown as { lossChart?: { data: number[][] } }).lossChart;
+          return c ? { x: c.data[0] ?? [], y: c.data[1] ?? [] } : null;
+        });
+        equal(chart?.x.length, s.settled);
+        assertEquals(
+          chart.y.map((v) => v.toFixed(4)),
+          s.claims.filter((c) => c.status === "settled").map((c) => c.loss!.toFixed(4)),
+        );
+        equal((await page.$$("#loss-chart canvas")).length, 1);
+
+        const disputes = await visit(page, `${explorer.url}/disputes`, shots, "disputes");
+        const bytes = uploadedBytes(statePath, rejected.claim_id);
+        const shown = await page.$$eval("td.bytes", (tds) => tds.map((td) => td.getAttribute("data-bytes")));
+        assertEquals(shown, [String(bytes)]);
+        match(disputes, new RegExp(`${bytes.toLocaleString("en-US")} bytes uploaded in 4 chunks`));
+        match(disputes, /fraud\s+1\b/);
+        match(disputes, /mismatch: optimizer update/);
+
+        const claim = await visit(page, `${explorer.url}/claim/${rejected.claim_id}`, shots, "claim");
+        match(claim, /rejected — mismatch: optimizer update/);
+        const claimTx = await page.$eval("main table.facts a[href^='/tx/']", (a) => a.getAttribute("href"));
+        for (
+          const [name, path, want] of [
+            ["validators", "/validators", /4 validators · total power/],
+            ["accounts", "/accounts", /accounts seen on the chain/],
+            ["data", "/data", /No data cohort on this chain yet/],
+            ["evaluation", "/evaluation", /No evaluation on this chain yet/],
+            ["inference", "/inference", /No paid inference on this chain yet/],
+          ] as const
+        ) {
+          match(await visit(page, `${explorer.url}${path}`, shots, name), want);
+        }
+        const tx = await visit(page, `${explorer.url}${claimTx}`, shots, "tx");
+        match(tx, /kind\s+claim/);
+        match(tx, /Decoded body/);
+        assertEquals(errors, []);
+      } finally {
+        await browser?.close();
+        await explorer.close();
+      }
+      assertEquals([Deno.readFileSync(statePath), Deno.statSync(statePath).mtime?.getTime()], before);
+    } finally {
+      await killLeftovers(`${tmp}/devnet`);
+      await Deno.remove(`${tmp}/devnet`, { recursive: true }).catch(() => {});
+      console.log(`screenshots kept in ${shots}`);
+    }
+  },
+});
