@@ -15,7 +15,7 @@
  * index.claims().length;
  * ```
  */
-import { canonicalBytes, isObject, type JsonObject, type JsonValue } from "../core/canonical.ts";
+import { canonicalBytes, isObject, type JsonObject } from "../core/canonical.ts";
 import { id, sha256Hex } from "../core/digest.ts";
 import type { ChainSource, ChainStatus } from "./source.ts";
 
