@@ -3,8 +3,11 @@ import { Supervisor } from "../genesis/devnet/supervisor.ts";
 import { prepareDevnet, runScenario, summaryJson } from "../genesis/devnet/scenario.ts";
 import { formatSummary } from "../genesis/devnet/summary.ts";
 import { integerOption, parse, runTask, UsageError } from "./_cli.ts";
+import { ProtocolError } from "../core/errors.ts";
+import { type Explorer, startExplorer } from "../explorer/server.ts";
+import { StateSource } from "../explorer/state_source.ts";
 
-const HELP = `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR]
+const HELP = `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer]
 
 Build the devnet under DIR if it has no genesis yet (train the devnet tokenizer from the bundled generator,
 initialise the devnet model, write the genesis with its training batches, and keys for 4 validators, 3
@@ -24,7 +27,35 @@ Options:
   --reset       delete DIR first and build a new devnet
   --json        print the summary as one JSON object on stdout (progress goes to stderr)
   --dir DIR     where the devnet lives (default .neuroshard/devnet)
+  --explorer    serve the explorer (read-only, on validator-0's state) beside the devnet, print its URL, and
+                keep serving it after the scenario until Ctrl-C
   -h, --help    show this help`;
+
+/**
+ * Starts the explorer on `statePath` once validator-0 has created and initialised it (read-only, in this
+ * process); null when the devnet is stopped first.
+ */
+async function startExplorerBeside(
+  statePath: string,
+  say: (line: string) => void,
+  signal: AbortSignal,
+): Promise<Explorer | null> {
+  while (!signal.aborted) {
+    // Only once validator-0 has its write-ahead log: a reader must not hold the file while it is being created.
+    const ready = await Deno.stat(`${statePath}-wal`).then(() => true, () => false);
+    if (ready) {
+      try {
+        const explorer = await startExplorer(StateSource.open(statePath), { port: 0 });
+        say(`explorer on ${explorer.url}`);
+        return explorer;
+      } catch (e) {
+        if (!(e instanceof ProtocolError)) throw e; // not initialised yet
+      }
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return null;
+}
 
 async function main(): Promise<void> {
   const { values, positionals } = parse(Deno.args, {
@@ -33,6 +64,7 @@ async function main(): Promise<void> {
     reset: { type: "boolean" },
     json: { type: "boolean" },
     dir: { type: "string" },
+    explorer: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -61,6 +93,9 @@ async function main(): Promise<void> {
     abort.abort(new Error(`${child.name} exited with ${code} (log ${sup.logs}/${child.name}.log)`));
   });
   say(`logs in ${sup.logs}/`);
+  const explorer = values.explorer
+    ? startExplorerBeside(`${layout.validators[0]}/state.sqlite`, say, abort.signal)
+    : null;
   let failure: unknown = null;
   try {
     const summary = await runScenario(sup, layout, {
@@ -80,6 +115,17 @@ async function main(): Promise<void> {
     Deno.removeSignalListener("SIGINT", onInt);
     Deno.removeSignalListener("SIGTERM", onTerm);
   }
+  const served = await explorer;
+  if (served && !signalled && !failure) {
+    say(`the explorer keeps serving ${served.url} (validator-0's final state); Ctrl-C to stop`);
+    await new Promise<void>((resolve) => {
+      Deno.addSignalListener("SIGINT", () => resolve());
+      Deno.addSignalListener("SIGTERM", () => resolve());
+    });
+    await served.close();
+    return;
+  }
+  await served?.close();
   if (signalled) {
     say(`stopped by ${signalled}; every process was stopped; run deno task devnet again to resume`);
     Deno.exit(signalled === "SIGINT" ? 130 : 143);

@@ -1,7 +1,8 @@
 /**
  * `/data`, `/evaluation` and `/inference`: the lifecycles the ledger may not apply yet. Each page lists the
- * transactions of its kinds found in the blocks and the ledger's answer to its query paths, and shows an empty
- * section while there are none. Where an answer carries the cohort machine's `electorate` and `votes`, the
+ * transactions of its kinds found in the blocks and the ledger's answer to its query paths for them (`/data`
+ * and `/data/proposal?id=`, `/evaluation`, `/inference?id=<infer txid>`), and shows an empty section while
+ * there are none. Where an answer carries the cohort machine's `electorate` and `votes`, the
  * data page draws each owner's vote and power against the 2/3 line.
  */
 import { isObject, type JsonObject, type JsonValue } from "../../core/canonical.ts";
@@ -110,24 +111,19 @@ async function lifecyclePage(
   ctx: PageContext,
   title: string,
   kinds: readonly string[],
-  paths: readonly string[],
+  paths: (txs: readonly TxSummary[]) => readonly string[],
   none: string,
   extra?: (answer: JsonValue) => Html | null,
 ): Promise<Answer> {
   const txs = ctx.index.txsOfKind(kinds);
+  if (txs.length === 0) return { kind: "html", body: page(ctx.index, title, empty(none)) };
   const answers: [string, JsonValue][] = [];
-  for (const p of paths) {
+  for (const p of paths(txs).slice(0, 64)) {
     const a = await tryQuery(ctx, p);
     if (a !== null) answers.push([p, a]);
   }
-  const body = txs.length === 0 && answers.length === 0
-    ? empty(none)
-    : html`${
-      answers.map(([p, a]) => html`<h2>Ledger: <code>${p}</code></h2>${extra?.(a) ?? ""}${jsonView(a)}`)
-    }
-<h2>Transactions (${kinds.join(", ")})</h2>${
-      txs.length === 0 ? empty("None on this chain yet.") : txTable(txs)
-    }`;
+  const body = html`<h2>Transactions (${kinds.join(", ")})</h2>${txTable(txs)}
+${answers.map(([p, a]) => html`<h2>Ledger: <code>${p}</code></h2>${extra?.(a) ?? ""}${jsonView(a)}`)}`;
   return { kind: "html", body: page(ctx.index, title, body) };
 }
 
@@ -137,7 +133,9 @@ export function data(ctx: PageContext): Promise<Answer> {
     ctx,
     "Data",
     ["propose_data", "vote_data"],
-    ["/data", "/data/proposal"],
+    (
+      txs,
+    ) => ["/data", ...txs.filter((t) => t.kind === "propose_data").map((t) => `/data/proposal?id=${t.txid}`)],
     "No data cohort on this chain yet: the ledger has no data proposals (this section fills in once propose_data and vote_data are applied).",
     (a) => {
       const states = cohortStates(a);
@@ -152,7 +150,7 @@ export function evaluation(ctx: PageContext): Promise<Answer> {
     ctx,
     "Evaluation",
     ["open_evaluation", "score", "finish_evaluation"],
-    ["/evaluation"],
+    () => ["/evaluation"],
     "No evaluation on this chain yet: the serving root has never been put to the gate.",
   );
 }
@@ -163,7 +161,7 @@ export function inference(ctx: PageContext): Promise<Answer> {
     ctx,
     "Inference",
     ["infer", "respond"],
-    ["/inference"],
+    (txs) => txs.filter((t) => t.kind === "infer" && t.ok).map((t) => `/inference?id=${t.txid}`),
     "No paid inference on this chain yet: nobody has sent an infer transaction.",
   );
 }
