@@ -137,7 +137,11 @@ export function scoreRecord(
   const graph = forwardPartitions(model, shape, partitions, id(batch as unknown as JsonValue));
   const parts = { embed: model.components.embed!, norm: model.components.norm! };
   const computed = scoreHeadValues(model.config, parts, graph.hidden, batch);
-  const honest = commitScore(modelRoot, windows, batch, graph.traces, computed, computed.losses);
+  const honest = assembleScore(modelRoot, windows, graph.traces, {
+    losses: computed.losses.map(toHexFloat),
+    targets: computed.targets,
+    argmax: computed.argmax,
+  });
   const proof = { ...honest, objects: graph.objects, computed };
   return claimed.losses ? claimLosses(proof, claimed.losses) : proof;
 }
@@ -153,20 +157,27 @@ export function claimLosses(proof: ScoreProof, losses: readonly number[]): Score
   return { ...proof, head, record, recordRoot: id(record as unknown as JsonValue) };
 }
 
-function commitScore(
+/**
+ * The record of a forward graph over `windows` whose partitions committed `traces` and whose head reported
+ * `values` (losses as hex floats): what a sponsor assembles from its workers' answers.
+ */
+export function assembleScore(
   modelRoot: string,
   windows: readonly Batch[],
-  batch: Batch,
-  traces: PartitionTrace[],
-  computed: ScoreHeadValues,
-  losses: readonly number[],
+  traces: readonly PartitionTrace[],
+  values: {
+    readonly losses: readonly string[];
+    readonly targets: readonly number[];
+    readonly argmax: readonly (readonly number[])[];
+  },
 ): Omit<ScoreProof, "objects" | "computed"> {
+  const batch = stackWindows(windows);
   const head: ScoreHead = {
     phase: "head",
     input: traces[traces.length - 1]!.output,
-    losses: losses.map(toHexFloat),
-    targets: [...computed.targets],
-    argmax: computed.argmax.map((row) => [...row]),
+    losses: [...values.losses],
+    targets: [...values.targets],
+    argmax: values.argmax.map((row) => [...row]),
   };
   const record: ScoreRecord = {
     format: SCORE_FORMAT,
@@ -176,5 +187,5 @@ function commitScore(
     traces: traces.map((t) => id(t as unknown as JsonValue)),
     head: id(head as unknown as JsonValue),
   };
-  return { record, recordRoot: id(record as unknown as JsonValue), traces, head };
+  return { record, recordRoot: id(record as unknown as JsonValue), traces: [...traces], head };
 }

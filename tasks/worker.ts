@@ -3,7 +3,7 @@ import { parseForge } from "../actors/worker/forge.ts";
 import { startWorker } from "../actors/worker/server.ts";
 import { parse, required, runTask, UsageError } from "./_cli.ts";
 
-const HELP = `deno task worker --home DIR [--port N] [--forge optimizer|forward|backward]
+const HELP = `deno task worker --home DIR [--port N] [--forge optimizer|forward|backward|score]
 
 Run a Worker: computes the pipeline stages a sponsor assigns to it, journals every operation in
 DIR/journal.sqlite before computing and before replying, keeps every activation, gradient and component in
@@ -16,7 +16,8 @@ Options:
   --home DIR        worker directory (created if missing)
   --port N          port on 127.0.0.1 (default 0: any free port, printed at start)
   --forge MODE      dishonest worker for tests and demos: flip one bit of the updated component
-                    (optimizer), of the forward output (forward) or of the gradient sent back (backward)
+                    (optimizer), of the forward output (forward) or of the gradient sent back (backward),
+                    or report every score window's loss halved (score)
   -h, --help        show this help`;
 
 async function main(): Promise<void> {

@@ -56,7 +56,8 @@ export interface PipelineOutput {
   readonly loss: number;
 }
 
-async function op(
+/** Delivers one operation of a session to `w`; its value, or the worker's protocol error thrown. */
+export async function op(
   w: WorkerClient,
   session: string,
   step: number,
@@ -74,13 +75,13 @@ async function op(
 }
 
 /** Copies object `root` from `from` to `to` unless `to` has it. */
-async function relay(from: WorkerClient, to: WorkerClient, root: string): Promise<void> {
+export async function relay(from: WorkerClient, to: WorkerClient, root: string): Promise<void> {
   if (from === to || await to.hasObject(root)) return;
   await to.putObject(await from.getObject(root));
 }
 
 /** Makes sure `w` holds every component of its partition, copying from the pool. */
-async function ensureComponents(
+export async function ensureComponents(
   w: WorkerClient,
   pool: readonly WorkerClient[],
   roots: readonly string[],

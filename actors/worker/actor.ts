@@ -1,7 +1,8 @@
 /**
  * The Worker actor's handlers (PROTOCOL §10.3, §12): `open` a session for one partition, then `forward`,
  * `head` (stage 0), `backward`, `update` (with the norms of every stage and the clip, from which the worker
- * recomputes the global scale itself) and `receipt`. Each handler runs as a durable operation: it is begun
+ * recomputes the global scale itself) and `receipt`; a score session runs `open`, `forward` and on stage 0
+ * `score_head` (each window's loss, target count and argmax from the last stage's output, PROTOCOL §7.1). Each handler runs as a durable operation: it is begun
  * in the journal before computing and completed before the reply; its outputs go to the object store under
  * their roots. The inputs of earlier phases are read back from the journal, so a restarted worker rebuilds
  * its stage and computes exactly the same bytes. A worker signs a receipt only for a record whose trace of
@@ -27,6 +28,9 @@ import { ProtocolError } from "../../core/errors.ts";
 import { fromHexFloat, toHexFloat } from "../../core/hex_float.ts";
 import { isRoot } from "../../core/hex.ts";
 import { clipScale } from "../../kernels/stage.ts";
+import { readComponent } from "../../kernels/manifest.ts";
+import { readValue } from "../../kernels/safetensors.ts";
+import { scoreHeadValues } from "../../kernels/score_record.ts";
 import type { StepRecord } from "../../kernels/trace.ts";
 import { receiptBody, signReceipt } from "../../ledger/training/wire.ts";
 import type { Home } from "../common/home.ts";
@@ -51,6 +55,7 @@ export const REQUIRES: Record<Position, (stage: number) => Position[]> = {
   backward: (s) => (s === 0 ? ["head"] : ["forward"]),
   update: () => ["backward"],
   receipt: () => ["update"],
+  score_head: () => ["open"],
 };
 
 function bad(message: string): ProtocolError {
@@ -160,6 +165,25 @@ export function workerActor(deps: WorkerDeps) {
         const trace = traceOf(ctx, o, toHexFloat(scale), components);
         await store.put(canonicalBytes(trace as unknown as JsonValue));
         return { scale: toHexFloat(scale), components, trace: trace as unknown as JsonObject };
+      },
+      async score_head(ctx: OperationContext, input: JsonValue) {
+        const p = phaseInput(input, ["head_input"]);
+        const o = openOf(ctx, opens, p.session, p.step);
+        if (o.stage !== 0) throw bad(`Cannot score: only stage 0 runs the head, this is stage ${o.stage}`);
+        const headInput = rootOrNull(p.input.head_input, "head_input", false)!;
+        const part = async (name: "embed" | "norm") =>
+          readComponent(o.config, name, await cache.bytes(o.parent.components[name]!, `component ${name}`));
+        const B = o.batch.input_ids.length, T = o.batch.input_ids[0]!.length;
+        const hidden = readValue(await cache.bytes(headInput, "head input"), [B, T, o.config.hidden_size]);
+        const v = scoreHeadValues(
+          o.config,
+          { embed: await part("embed"), norm: await part("norm") },
+          hidden.data,
+          o.batch,
+        );
+        cache.mark(o, "score_head");
+        const losses = forge === "score" ? v.losses.map((x) => x / 2) : v.losses;
+        return { losses: losses.map(toHexFloat), targets: v.targets, argmax: v.argmax };
       },
       receipt(ctx: OperationContext, input: JsonValue) {
         const p = phaseInput(input, ["record"]);

@@ -1,9 +1,10 @@
 /**
- * Dishonest workers for tests and demos (`--forge optimizer|forward|backward`): each flips the lowest
- * mantissa bit of one float32 in one committed file — the first element of an updated component, of the
- * forward output, or of the gradient sent back (on stage 0, which sends no gradient, the last bit of the
- * committed squared norm). Everything downstream uses the forged bytes, so the record stays graph-consistent
- * and only a replay of the forger's stage can tell.
+ * Dishonest workers for tests and demos (`--forge optimizer|forward|backward|score`): each of the first three
+ * flips the lowest mantissa bit of one float32 in one committed file — the first element of an updated
+ * component, of the forward output, or of the gradient sent back (on stage 0, which sends no gradient, the
+ * last bit of the committed squared norm). Everything downstream uses the forged bytes, so the record stays
+ * graph-consistent and only a replay of the forger's stage can tell. `score` reports every window loss of a
+ * score head halved (a better-looking model); only the head referee can tell.
  *
  * @example
  * ```ts
@@ -15,10 +16,10 @@ import { ProtocolError } from "../../core/errors.ts";
 import { fromHexFloat, toHexFloat } from "../../core/hex_float.ts";
 
 /** What a forger perturbs. */
-export type Forge = "optimizer" | "forward" | "backward";
+export type Forge = "optimizer" | "forward" | "backward" | "score";
 
 /** The forge modes, for option parsing. */
-export const FORGES: readonly Forge[] = ["optimizer", "forward", "backward"];
+export const FORGES: readonly Forge[] = ["optimizer", "forward", "backward", "score"];
 
 /** Parses a `--forge` value (undefined when not given); `bad_request` for an unknown mode. */
 export function parseForge(value: string | undefined): Forge | null {

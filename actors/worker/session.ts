@@ -20,8 +20,11 @@ import type { ModelConfig } from "../../kernels/config.ts";
 import { type Manifest, manifestRoot, parseManifest } from "../../kernels/manifest.ts";
 import { operationId } from "../runtime/journal.ts";
 
-/** The positions of a session, in the order a step reaches them. */
-export const POSITIONS = ["open", "forward", "head", "backward", "update", "receipt"] as const;
+/**
+ * The positions of a session, in the order a step reaches them; a score (PROTOCOL §7.1) runs `open`,
+ * `forward` on every stage, then `score_head` on stage 0.
+ */
+export const POSITIONS = ["open", "forward", "head", "backward", "update", "receipt", "score_head"] as const;
 
 /** A position of a session. */
 export type Position = typeof POSITIONS[number];

@@ -39,7 +39,7 @@ export const MAX_OPEN_STAGES = 4;
 export class StageCache {
   private readonly entries = new Map<string, Entry>();
   /** Kernel phases run since the process started. */
-  readonly computations: Computations = { forward: 0, head: 0, backward: 0, update: 0 };
+  readonly computations: Computations = { forward: 0, head: 0, backward: 0, update: 0, score_head: 0 };
 
   constructor(readonly store: ObjectStore) {}
 

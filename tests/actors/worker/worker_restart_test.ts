@@ -45,6 +45,7 @@ Deno.test("a worker killed after beginning an operation re-executes it on restar
         head: 0,
         backward: 0,
         update: 0,
+        score_head: 0,
       });
       const ref = referenceStep(s.fixture, [s.partition]);
       const fwd = await client2.operation(s.session, 0, "forward", { input: null });
@@ -98,6 +99,7 @@ Deno.test("a worker killed after completing an operation but before replying ans
         head: 0,
         backward: 0,
         update: 0,
+        score_head: 0,
       });
     } finally {
       await second.stop();

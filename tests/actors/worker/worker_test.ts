@@ -81,8 +81,8 @@ Deno.test("a repeated delivery returns the stored result without recomputation",
     const partitions = tinyPartitions(2);
     const first = await pipeline(t.fixture, t.clients, partitions);
     const counts = t.workers.map((w) => ({ ...w.cache.computations }));
-    assert.deepEqual(counts[0], { forward: 1, head: 1, backward: 1, update: 1 });
-    assert.deepEqual(counts[1], { forward: 1, head: 0, backward: 1, update: 1 });
+    assert.deepEqual(counts[0], { forward: 1, head: 1, backward: 1, update: 1, score_head: 0 });
+    assert.deepEqual(counts[1], { forward: 1, head: 0, backward: 1, update: 1, score_head: 0 });
     const ops = t.workers.map((w) => w.home.journal.operations().length);
     const again = await pipeline(t.fixture, t.clients, partitions);
     assert.equal(again.recordRoot, first.recordRoot);
