@@ -20,6 +20,11 @@ export interface DevnetOptions {
   readonly out: string;
   readonly chainId?: string;
   readonly validators?: number;
+  /**
+   * Spare validator homes written after the genesis validators (`validator-<N>`, ...): keys and a funded
+   * owner (20 NEURO) but no genesis bond, for bonding later (default 0).
+   */
+  readonly spares?: number;
   /** Genesis time in ms (defaults to now). */
   readonly time?: number;
   readonly blockIntervalMs?: number;
@@ -42,6 +47,7 @@ export interface DevnetOptions {
 export interface DevnetResult {
   readonly genesisPath: string;
   readonly genesisId: string;
+  /** Validator homes: the genesis validators first, then the spares. */
   readonly homes: string[];
   readonly faucet: string;
 }
@@ -76,6 +82,13 @@ export async function writeDevnetGenesis(options: DevnetOptions): Promise<Devnet
       consensus_key: consensus.publicKey,
       amount: 4 * DEVNET_PARAMS.bond_unit,
     });
+    homes.push(home);
+  }
+  for (let i = count; i < count + (options.spares ?? 0); i++) {
+    const home = `${out}/validator-${i}`;
+    await createConsensusKeyFile(`${home}/consensus.key`);
+    const owner = await createKeyFile(`${home}/account.key`);
+    accounts.push({ id: owner.accountId, balance: 20 * ATOMS_PER_NEURO });
     homes.push(home);
   }
   const genesis: JsonObject = {

@@ -377,7 +377,7 @@ export class LedgerApp {
 
   /** Answers a read-only query path with its query string (`/account/<id>`, `/lifecycle`, `/claim?id=`, ...); null when unknown. */
   query(path: string): JsonValue | null {
-    return answerQuery(path, new LedgerView(this.store), this.info());
+    return answerQuery(path, new LedgerView(this.store), this.info(), this.params);
   }
 
   /** Closes the state database. */

@@ -7,7 +7,8 @@
  * no write methods, so a query cannot change state.
  */
 import type { JsonValue } from "../core/canonical.ts";
-import { hasPower } from "../workflows/validator.ts";
+import { hasPower, type ValidatorState } from "../workflows/validator.ts";
+import type { LedgerParams } from "../genesis/schema.ts";
 import type { LedgerView } from "./state/accessors.ts";
 import type { ChainHead } from "./state/store.ts";
 import { isAccountId } from "./keys.ts";
@@ -16,11 +17,36 @@ import { answerInferenceQuery } from "./inference/query.ts";
 import { answerDataQuery } from "./data/query.ts";
 import { answerEvaluationQuery } from "./evaluation/query.ts";
 
+/**
+ * What will happen next to a validator in `state` (shown by `/validators` as `change`): a pending bond
+ * activates, a leaving validator is removed, a removed one becomes withdrawable, a jailed one waits for its
+ * owner's unbond; null when nothing is scheduled.
+ */
+export function pendingChange(state: ValidatorState, amount: number, params: LedgerParams): JsonValue {
+  switch (state.status) {
+    case "pending":
+      return { change: "activate", height: state.activation_height, power: amount / params.bond_unit };
+    case "leaving":
+      return { change: "remove", height: state.leave_height };
+    case "cooldown":
+      return {
+        change: "withdrawable",
+        height: state.removed_height + params.evidence_blocks,
+        time: state.removed_time + params.evidence_ms,
+      };
+    case "jailed":
+      return { change: "unbond_to_withdraw", height: state.jailed_height };
+    default:
+      return null;
+  }
+}
+
 /** Answers `path` against `view`; null when the path is not a query. */
 export function answerQuery(
   path: string,
   view: LedgerView,
   head: ChainHead & { chain_id: string },
+  ledgerParams?: LedgerParams,
 ): JsonValue | null {
   const q = path.indexOf("?");
   const params = new URLSearchParams(q < 0 ? "" : path.slice(q + 1));
@@ -43,6 +69,7 @@ export function answerQuery(
         amount: v.amount,
         power: hasPower(v.state) ? view.powerAt(v.consensus_key, head.height) : 0,
         state: v.state as unknown as JsonValue,
+        ...(ledgerParams ? { change: pendingChange(v.state, v.amount, ledgerParams) } : {}),
       })),
     };
   }

@@ -20,6 +20,8 @@ from the block interval), for deno task validator --engine cometbft.
 Options:
   --out DIR               where to write (refused if DIR/genesis.json exists)
   --validators N          number of validators (default 4)
+  --spares N              extra validator homes with keys and a funded owner but no genesis bond, to bond
+                          later with deno task validator bond (default 0)
   --chain-id ID           chain id (default neuroshard-devnet)
   --block-interval-ms N   proposer block interval (default 1000)
   -h, --help              show this help
@@ -42,6 +44,7 @@ async function main(): Promise<void> {
   const { values, positionals } = parse(Deno.args, {
     out: { type: "string" },
     validators: { type: "string" },
+    spares: { type: "string" },
     "chain-id": { type: "string" },
     "block-interval-ms": { type: "string" },
     help: { type: "boolean", short: "h" },
@@ -54,10 +57,12 @@ async function main(): Promise<void> {
     );
   }
   const validators = integer(values.validators, "validators");
+  const spares = integer(values.spares, "spares");
   const interval = integer(values["block-interval-ms"], "block-interval-ms");
   const r = await writeDevnetGenesis({
     out: required(values.out, "out"),
     ...(validators !== undefined ? { validators } : {}),
+    ...(spares !== undefined ? { spares } : {}),
     ...(values["chain-id"] !== undefined ? { chainId: values["chain-id"] } : {}),
     ...(interval !== undefined ? { blockIntervalMs: interval } : {}),
   });

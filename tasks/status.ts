@@ -10,7 +10,9 @@ Print a validator's status (chain id, genesis id, height, app hash, role, mempoo
 Options:
   --rpc URL          a validator's RPC (default http://127.0.0.1:26657)
   --account ID       print this account's balance and next nonce instead
-  --validators       print the validator set instead
+  --validators       print the validator set instead: each validator's owner, bond, power, state and the
+                     scheduled change (activate at height H with power P, remove at H, withdrawable from
+                     height H and time T, or jailed until unbonded)
   -h, --help         show this help`;
 
 async function main(): Promise<void> {

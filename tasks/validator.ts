@@ -1,11 +1,15 @@
 /** `deno task validator`: run a validator node (the embedded proposer or replica, or under CometBFT). */
 import { parseJson } from "../core/canonical.ts";
+import { type ErrorCode, ProtocolError } from "../core/errors.ts";
 import { startNode } from "../ledger/engine/node.ts";
 import { startCometNode } from "../ledger/abci/comet_node.ts";
 import { installedTool } from "../ledger/abci/cometbft_pin.ts";
+import { runValidatorOp, type ValidatorOp } from "./_validator_ops.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task validator --home DIR --genesis FILE [options]
+deno task validator bond --home DIR --rpc URL --amount ATOMS
+deno task validator unbond|withdraw --home DIR --rpc URL
 
 Run a validator: the ledger state in DIR/state.sqlite, the RPC on 127.0.0.1, and DIR/consensus.key (when
 present) to attest blocks. Without --follow the node is the proposer and makes a block every interval; with
@@ -18,8 +22,17 @@ DIR/cometbft (written by deno task genesis cometbft; the binary from deno task c
 $NEURO_COMETBFT); our RPC stays in front. If CometBFT exits the node stops (exit code 1); SIGINT/SIGTERM stop
 both. CometBFT's log is DIR/cometbft/cometbft.log.
 
+bond, unbond and withdraw sign the operator's transaction with DIR/account.key (the owner; a bond adds the
+possession proof of DIR/consensus.key), submit it through the RPC, wait for its commit and print the result;
+the signed bytes are journaled in DIR/operator-journal.sqlite first, so running the command again after a
+lost reply looks the transaction up instead of signing a second one (only a rejected attempt is retried).
+A bond of ATOMS (a multiple of bond_unit) activates at the first epoch boundary at or after activation_blocks;
+unbond leaves at the next boundary; withdraw pays the bond back once evidence_blocks and evidence_ms passed.
+
 Options:
   --home DIR            node directory (created if missing)
+  --rpc URL             (bond/unbond/withdraw) a validator's RPC
+  --amount ATOMS        (bond) the bond in atoms
   --genesis FILE        genesis.json
   --engine NAME         embedded (default) or cometbft
   --follow URL          the proposer's RPC URL (makes this node a replica; embedded engine only)
@@ -38,16 +51,19 @@ function pauseForever(home: string, height: number): void {
 }
 
 async function main(): Promise<void> {
-  const { values } = parse(Deno.args, {
+  const { values, positionals } = parse(Deno.args, {
     home: { type: "string" },
     genesis: { type: "string" },
     follow: { type: "string" },
     port: { type: "string" },
     "interval-ms": { type: "string" },
     engine: { type: "string" },
+    rpc: { type: "string" },
+    amount: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
+  if (positionals.length > 0) return await operate(positionals, values);
   const engine = values.engine ?? "embedded";
   if (engine !== "embedded" && engine !== "cometbft") {
     throw new UsageError(`--engine is ${engine}, expected embedded or cometbft`);
@@ -95,6 +111,33 @@ async function main(): Promise<void> {
   const halt = await node.done;
   await node.stop();
   if (halt) Deno.exit(3);
+}
+
+async function operate(
+  positionals: string[],
+  values: { home?: string | undefined; rpc?: string | undefined; amount?: string | undefined },
+): Promise<void> {
+  const op = positionals[0]!;
+  if (!["bond", "unbond", "withdraw"].includes(op) || positionals.length !== 1) {
+    throw new UsageError(`expected bond, unbond or withdraw, got ${JSON.stringify(positionals.join(" "))}`);
+  }
+  const home = required(values.home, "home");
+  const rpc = required(values.rpc, "rpc");
+  if (op === "bond" && values.amount === undefined) throw new UsageError("--amount is required for bond");
+  if (op !== "bond" && values.amount !== undefined) {
+    throw new UsageError(`--amount belongs to bond, not ${op}`);
+  }
+  const amount = op === "bond" ? integerOption(values.amount, "amount") : null;
+  const r = await runValidatorOp(op as ValidatorOp, home, rpc, amount);
+  if (r.status === "committed") return console.log(`${op} ${r.hash} committed at height ${r.height}`);
+  if (r.status === "rejected") {
+    const where = r.height === null ? "refused" : `failed at height ${r.height}`;
+    throw new ProtocolError(
+      (r.code ?? "internal_error") as ErrorCode,
+      `Cannot ${op}: ${where}: ${r.message}`,
+    );
+  }
+  throw new Error(`Cannot ${op}: ${r.hash} has no outcome yet; run the same command again to look it up`);
 }
 
 async function runComet(home: string, genesis: ReturnType<typeof parseJson>, port: number): Promise<void> {
