@@ -7,7 +7,13 @@ function pids(dir: string): { supervisor: number; children: { name: string; pid:
 
 Deno.test("a task's deno.json permissions and file are what the supervisor runs", async () => {
   const v = await taskCommand("validator");
-  assertEquals(v.flags, ["--allow-read", "--allow-write", "--allow-env", "--allow-net=127.0.0.1"]);
+  assertEquals(v.flags, [
+    "--allow-read",
+    "--allow-write",
+    "--allow-env",
+    "--allow-net=127.0.0.1",
+    "--allow-run",
+  ]);
   match(v.file, /\/tasks\/validator\.ts$/);
 });
 
