@@ -17,7 +17,7 @@ Options:
   --port N          port on 127.0.0.1 (default 0: any free port, printed at start)
   --forge MODE      dishonest worker for tests and demos: flip one bit of the updated component
                     (optimizer), of the forward output (forward) or of the gradient sent back (backward),
-                    or report every score window's loss halved (score)
+                    or report the losses of a group's first score windows halved (score)
   -h, --help        show this help`;
 
 async function main(): Promise<void> {

@@ -19,6 +19,7 @@ import type { AccountKey } from "../../ledger/keys.ts";
 import type { ClaimAnswer, LifecycleAnswer, TrainingTxKind } from "../../ledger/training/wire.ts";
 import type { INFERENCE_TX_FIELDS, JobAnswer, LiveJobsAnswer } from "../../ledger/inference/wire.ts";
 import type { ConsumedAnswer, DataAnswer, DataTxKind, ProposalAnswer } from "../../ledger/data/wire.ts";
+import type { EVALUATION_TX_FIELDS } from "../../ledger/evaluation/wire.ts";
 import { TransportClient } from "../runtime/transport.ts";
 
 /** A read-only client of one validator's RPC, plus transaction signing. */
@@ -102,6 +103,18 @@ export class ChainClient {
     return await this.http.json("GET", `/data/consumed?${query}`) as ConsumedAnswer;
   }
 
+  /** `/evaluation[?id=]`: the evaluation facts (serving model, live, recent), or one evaluation; null when unknown. */
+  async evaluation(evaluationId?: string): Promise<JsonObject | null> {
+    return await this.#orNull(evaluationId ? `/evaluation?id=${evaluationId}` : "/evaluation") as
+      | JsonObject
+      | null;
+  }
+
+  /** `/evaluation?score=`: a score claim with its state and metadata; null when unknown. */
+  async score(claimId: string): Promise<JsonObject | null> {
+    return await this.#orNull(`/evaluation?score=${claimId}`) as JsonObject | null;
+  }
+
   async #orNull(path: string): Promise<JsonValue | null> {
     try {
       return await this.http.json("GET", path);
@@ -129,7 +142,7 @@ export class ChainClient {
   /** Signs a training, data or inference transaction of `kind` with `fields` at the account's next nonce; the exact bytes. */
   async sign(
     key: AccountKey,
-    kind: TrainingTxKind | DataTxKind | keyof typeof INFERENCE_TX_FIELDS,
+    kind: TrainingTxKind | DataTxKind | keyof typeof INFERENCE_TX_FIELDS | keyof typeof EVALUATION_TX_FIELDS,
     fields: JsonObject,
   ): Promise<Uint8Array> {
     const [{ chain_id }, { nonce }] = await Promise.all([this.status(), this.account(key.accountId)]);

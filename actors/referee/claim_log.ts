@@ -23,8 +23,8 @@ CREATE TABLE IF NOT EXISTS referee_claims(
 /** One claim the referee knows. */
 export interface ClaimRow {
   readonly claim_id: string;
-  /** `training` (a \`claim\` transaction), `growth` (a \`grow\`) or `response` (a \`respond\`). */
-  readonly kind: "training" | "growth" | "response";
+  /** `training` (a \`claim\` transaction), `growth` (a \`grow\`), `response` (a \`respond\`) or `score`. */
+  readonly kind: "training" | "growth" | "response" | "score";
   readonly height: number;
   readonly stages: number | null;
   readonly outcome: string | null;
@@ -33,10 +33,10 @@ export interface ClaimRow {
 /** A claim found in a block. */
 export interface FoundClaim {
   readonly id: string;
-  readonly kind: "training" | "growth" | "response";
+  readonly kind: "training" | "growth" | "response" | "score";
 }
 
-/** The claims a committed block created (`claim`, `grow` and `respond` transactions whose result is ok). */
+/** The claims a committed block created (`claim`, `grow`, `respond` and `score` transactions whose result is ok). */
 export function claimsOfBlock(
   answer: { block: { txs: JsonValue[] }; results: { ok: boolean }[] },
 ): FoundClaim[] {
@@ -47,6 +47,7 @@ export function claimsOfBlock(
     if (env.body?.kind === "claim") found.push({ id: txid(env as never), kind: "training" });
     if (env.body?.kind === "grow") found.push({ id: txid(env as never), kind: "growth" });
     if (env.body?.kind === "respond") found.push({ id: txid(env as never), kind: "response" });
+    if (env.body?.kind === "score") found.push({ id: txid(env as never), kind: "score" });
   });
   return found;
 }

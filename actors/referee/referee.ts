@@ -1,9 +1,10 @@
 /**
- * The Referee actor (ARCHITECTURE "Actors", PROTOCOL §5, §8.1, §10.5): the honest online observer. It scans
- * every committed block for `claim`, `grow` and `respond` transactions (so it sees every claim, even those
+ * The Referee actor (ARCHITECTURE "Actors", PROTOCOL §5, §7.1, §8.1, §10.5): the honest online observer. It scans
+ * every committed block for `claim`, `grow`, `respond` and `score` transactions (so it sees every claim, even those
  * made while it was down), checks every stage of every training claim with the kernels' referee (a growth:
  * its grown manifest from the parent's last block, `replayGrowth`; an inference response: each partition of
- * its prefill and its head, `check_response.ts`), and on a mismatch files a fraud challenge,
+ * its prefill and its head, `check_response.ts`; a score claim: each partition of its forward graph and its
+ * head, `check_score.ts`), and on a mismatch files a fraud challenge,
  * uploads the stage's needed objects in 1 MiB chunks, seals them and calls `resolve`; an object nobody
  * serves gets an availability challenge. It reports how far behind it is: blocks not yet scanned and stages
  * not yet checked.
@@ -40,6 +41,7 @@ import { type ChainSetup, findChainSetup } from "../common/chain_setup.ts";
 import { JobTrack } from "../common/job_track.ts";
 import { checkGrowth, type CheckSources, checkStage, claimRecord, type StageVerdict } from "./check.ts";
 import { checkResponseStage, responseRecord } from "./check_response.ts";
+import { checkScoreStage, scoreRecordOf } from "./check_score.ts";
 import { ClaimLog, type ClaimRow, claimsOfBlock } from "./claim_log.ts";
 import { dispute } from "./dispute.ts";
 
@@ -105,6 +107,7 @@ export class Referee {
         check: async (_ctx, input) => {
           const { claim_id, stage, kind } = input as { claim_id: string; stage: number; kind?: string };
           if (kind === "response") return await checkResponseStage(src, claim_id, stage);
+          if (kind === "score") return await checkScoreStage(src, claim_id, stage);
           return kind === "growth"
             ? await checkGrowth(src, claim_id)
             : await checkStage(src, claim_id, stage);
@@ -205,7 +208,11 @@ export class Referee {
 
   private async handleClaim(c: ClaimRow): Promise<void> {
     let stages = 1, state: JsonObject;
-    if (c.kind === "response") {
+    if (c.kind === "score") {
+      const r = await scoreRecordOf(this.setup.chain, c.claim_id);
+      state = r.state;
+      stages = r.traces.length + 1;
+    } else if (c.kind === "response") {
       const r = await responseRecord(this.setup.chain, c.claim_id);
       if (r === null) {
         return this.finish(c.claim_id, "caught", "refuted; the job reopened for another response");

@@ -4,7 +4,8 @@
  * component, of the forward output, or of the gradient sent back (on stage 0, which sends no gradient, the
  * last bit of the committed squared norm). Everything downstream uses the forged bytes, so the record stays
  * graph-consistent and only a replay of the forger's stage can tell. `score` reports every window loss of a
- * score head halved (a better-looking model); only the head referee can tell.
+ * score head at offset 0 (a group's first windows) halved — a better-looking model that only the head
+ * referee can tell; later windows are scored honestly.
  *
  * @example
  * ```ts

@@ -80,7 +80,7 @@ Deno.test("a score across two workers is the reference record byte for byte; a r
   }
 });
 
-Deno.test("a worker started with --forge score halves every loss: the record passes the graph checks and the head referee refutes it", async () => {
+Deno.test("a worker started with --forge score halves the losses at offset 0: the record passes the graph checks and the head referee refutes it", async () => {
   const t = await workers(["score", null]);
   try {
     const partitions = tinyPartitions(2), f = t.fixture;
@@ -91,7 +91,7 @@ Deno.test("a worker started with --forge score halves every loss: the record pas
       modelRoot: f.root,
       windows: WINDOWS,
       chainId: "neuroshard-test",
-      score: TASK,
+      score: { ...TASK, offset: 0 },
     });
     const honest = scoreRecord(f.model, f.root, WINDOWS, partitions);
     assert.deepEqual(s.head.losses, honest.computed.losses.map((x) => toHexFloat(x / 2)));
@@ -112,8 +112,18 @@ Deno.test("a worker started with --forge score halves every loss: the record pas
       fetch: (r) => objects.get(r),
     });
     assert.equal(v.verdict === "mismatch" && v.what, "window loss");
-    // The partitions themselves are honest.
+    // The partitions themselves are honest, and the forger's later windows too.
     assert.deepEqual(s.traces, honest.traces);
+    const later = await runScorePipeline({
+      workers: t.clients,
+      partitions,
+      manifest: f.manifest,
+      modelRoot: f.root,
+      windows: WINDOWS,
+      chainId: "neuroshard-test",
+      score: { ...TASK, offset: 4 },
+    });
+    assert.deepEqual(later.head, honest.head);
   } finally {
     await t.close();
   }
