@@ -78,7 +78,7 @@ export class Progress {
   readonly #total: number | null;
   readonly #o: Required<Omit<ProgressOptions, "tty">> & { tty: boolean };
   readonly #start: number;
-  #last = -Infinity;
+  #last: number;
   #done = 0;
 
   constructor(label: string, total: number | null, options: ProgressOptions = {}) {
@@ -94,6 +94,7 @@ export class Progress {
       plainEveryMs: options.plainEveryMs ?? 2_000,
     };
     this.#start = this.#o.now();
+    this.#last = this.#start; // the first line waits one interval, so its rate means something
   }
 
   /** Reports that `done` units are finished (written only when due). */

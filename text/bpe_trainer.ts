@@ -45,8 +45,15 @@ export function countPreTokens(texts: Iterable<string>): Map<string, number> {
   return counts;
 }
 
-/** Trains a vocabulary of at most `vocabSize` tokens on `texts` (fewer when no pair is left to merge). */
-export function trainBpe(texts: Iterable<string>, vocabSize: number): BpeModel {
+/**
+ * Trains a vocabulary of at most `vocabSize` tokens on `texts` (fewer when no pair is left to merge).
+ * `onProgress` is told the vocabulary size after each merge (it cannot change the result).
+ */
+export function trainBpe(
+  texts: Iterable<string>,
+  vocabSize: number,
+  onProgress?: (size: number, vocabSize: number) => void,
+): BpeModel {
   if (!Number.isSafeInteger(vocabSize) || vocabSize < MIN_VOCAB || vocabSize > MAX_VOCAB) {
     throw new ProtocolError(
       "invalid_tokenizer",
@@ -95,6 +102,7 @@ export function trainBpe(texts: Iterable<string>, vocabSize: number): BpeModel {
       tokenId.set(merged, id);
     }
     merges.push([tokens[a]!, tokens[b]!]);
+    onProgress?.(tokens.length, vocabSize);
     for (const w of pairWords.get(top.key) ?? []) {
       add(w, -1);
       words[w] = mergeWord(words[w]!, a, b, id);

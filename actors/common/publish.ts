@@ -167,7 +167,26 @@ export async function publishNeeded(input: {
   fetch: (root: string) => Promise<Uint8Array | null>;
   extra?: readonly TxSpec[];
   onTx?: (what: string, s: Submission) => void;
+  /** Told the uploaded bytes so far and the bytes this call uploads in all, after each committed chunk. */
+  onUpload?: (done: number, total: number) => void;
 }): Promise<Submission[]> {
   const txs = [...await publishTxs(input.claimId, input.challenge, input.fetch), ...(input.extra ?? [])];
-  return await submitBatch(input.chain, input.submitter, input.key, txs, input.onTx);
+  const bytes = new Map(
+    txs.filter((t) => t.kind === "upload").map((t) => [t.what, chunkBytes(t.fields.data)]),
+  );
+  const total = [...bytes.values()].reduce((n, b) => n + b, 0);
+  let done = 0;
+  return await submitBatch(input.chain, input.submitter, input.key, txs, (what, s) => {
+    input.onTx?.(what, s);
+    const b = bytes.get(what);
+    if (b === undefined || s.status !== "committed") return;
+    done += b;
+    input.onUpload?.(done, total);
+  });
+}
+
+/** The decoded size of an upload's base64 chunk. */
+function chunkBytes(data: unknown): number {
+  if (typeof data !== "string") return 0;
+  return (data.length / 4) * 3 - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);
 }

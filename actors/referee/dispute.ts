@@ -14,6 +14,7 @@
 import type { JsonObject } from "../../core/canonical.ts";
 import { type ChallengeView, publishNeeded, submitSettled } from "../common/publish.ts";
 import type { Submitter } from "../runtime/submit.ts";
+import { measure, progressText } from "../../core/progress.ts";
 import { fetchObject, type StageVerdict } from "./check.ts";
 import type { RefereeSetup } from "./referee.ts";
 
@@ -52,6 +53,7 @@ export async function dispute(
   }
   if (live === null || live.owner !== me || !fraud) return; // someone else's challenge, or waiting on the publisher
   // Everything left in one pipelined batch: the uploads and seals still missing, then the resolve.
+  const started = performance.now();
   await publishNeeded({
     chain,
     submitter,
@@ -70,6 +72,20 @@ export async function dispute(
         ? (what === "resolve" ? "committed" : what)
         : `${what} refused: ${s.code} ${s.message}`;
       setup.emit({ event: what === "resolve" ? "resolve" : "publish", claim_id: claimId, stage, detail });
+    },
+    onUpload: (done, total) => {
+      const elapsed = performance.now() - started;
+      const m = measure(done, total, elapsed);
+      setup.emit({
+        event: "progress",
+        claim_id: claimId,
+        stage,
+        detail: progressText("uploaded", done, total, elapsed, "bytes"),
+        bytes_done: done,
+        bytes_total: total,
+        rate: Math.round(m.rate),
+        eta_s: m.eta === null ? null : Math.round(m.eta),
+      });
     },
   });
 }

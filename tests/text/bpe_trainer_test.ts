@@ -153,3 +153,16 @@ Deno.test("tokenizer:train prints help and rejects missing or malformed options 
   assert.equal(missing.code, 2);
   assert.match(new TextDecoder().decode(missing.stderr), /Cannot read corpus \/nonexistent\/corpus.txt/);
 });
+
+Deno.test("trainBpe reports each merge's vocabulary size to onProgress and trains the same tokenizer with it", () => {
+  const texts = ["the cat sat on the mat", "the hat that the cat had", "a mat, a hat, a cat"];
+  const sizes: number[] = [];
+  const watched = trainBpe(texts, 300, (size, target) => {
+    assert.equal(target, 300);
+    sizes.push(size);
+  });
+  assert.deepEqual(watched, trainBpe(texts, 300));
+  assert.equal(sizes.length, watched.merges.length);
+  assert.equal(sizes.at(-1), watched.vocab.length);
+  assert.ok(sizes.every((s, i) => i === 0 || s >= sizes[i - 1]!));
+});
