@@ -141,6 +141,8 @@ export class ChainIndex {
   head: ChainStatus | null = null;
   /** True once a bound dropped old entries. */
   truncated = false;
+  /** Transactions scanned (accepted and rejected), including any dropped at the bound. */
+  txCount = 0;
   readonly #blocks = new Map<number, BlockSummary>();
   readonly #txs = new Map<string, TxSummary>();
   readonly #byTxid = new Map<string, string>();
@@ -192,6 +194,7 @@ export class ChainIndex {
   }
 
   #addTx(height: number, index: number, envelope: JsonObject, result: JsonObject): void {
+    this.txCount++;
     const body = isObject(envelope.body) ? envelope.body : {};
     const sender = String(envelope.public_key);
     const kind = String(body.kind);

@@ -1,5 +1,6 @@
 /**
- * Read-only queries (PROTOCOL §13): `/account/<id>`, `/validators`, `/status`, and the training paths of
+ * Read-only queries (PROTOCOL §13): `/account/<id>`, `/validators`, `/status`, `/supply` (the money totals:
+ * `{height, genesis_supply, issued, burned}`), and the training paths of
  * `ledger/training/query.ts` (`/lifecycle`, `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`,
  * `/batch?root=`, `/object/<root>`), the data paths of `ledger/data/query.ts` (`/data`, `/data/proposal`) and
  * the inference paths of `ledger/inference/query.ts` (`/inference`) and the evaluation paths of
@@ -59,6 +60,10 @@ export function answerQuery(
       app_hash: head.app_hash,
       time: head.time,
     };
+  }
+  if (path === "/supply") {
+    const t = view.totals();
+    return { height: head.height, genesis_supply: t.genesis_supply, issued: t.issued, burned: t.burned };
   }
   if (path === "/validators") {
     return {

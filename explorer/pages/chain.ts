@@ -3,7 +3,7 @@ import { canonicalBytes, isObject, type JsonObject } from "../../core/canonical.
 import { sha256Hex } from "../../core/digest.ts";
 import type { BlockSummary } from "../chain_index.ts";
 import { type Answer, malformed, type PageContext, unknown } from "../answer.ts";
-import { accountLink, blockLink, short, time, txLink } from "../format.ts";
+import { accountLink, atoms, blockLink, short, time, txLink } from "../format.ts";
 import { type Html, html } from "../html.ts";
 import { page } from "../layout.ts";
 
@@ -77,6 +77,8 @@ export async function home(ctx: PageContext): Promise<Answer> {
   const rejected = states.filter((s) => s?.status === "rejected").length;
   const lifecycle = await ctx.source.query("/lifecycle");
   const lc = isObject(lifecycle) ? lifecycle : {};
+  const supply = await ctx.source.query("/supply").catch(() => null);
+  const money = isObject(supply) ? supply : null;
   const body = html`
     <section class="cards">
       <div class="card">
@@ -91,8 +93,20 @@ export async function home(ctx: PageContext): Promise<Answer> {
       </div>
       <div class="card">
         <h3>Transactions</h3>
-        <p class="big">${i.txsOfKind(["transfer"]).length + claims.length}</p>
+        <p class="big">${i.txCount}</p>
         <p>${claims.length} claims · ${i.accounts().length} accounts</p>
+      </div>
+      <div class="card" id="money">
+        <h3>Money</h3>
+        ${money
+          ? html`
+            <p class="big">${atoms(
+              Number(money.genesis_supply) + Number(money.issued) - Number(money.burned),
+            )}</p>
+            <p>genesis ${atoms(Number(money.genesis_supply))}</p>
+            <p>issued ${atoms(Number(money.issued))} · burned ${atoms(Number(money.burned))}</p>
+          `
+          : html`<p class="muted">this validator has no /supply query</p>`}
       </div>
       <div class="card">
         <h3>Genesis</h3>
@@ -174,7 +188,9 @@ export async function block(ctx: PageContext, rest: string): Promise<Answer> {
       </tr>
       <tr>
         <th>committed by</th>
-        <td>${summary?.committers
+        <td>${summary?.committers?.length === 0
+          ? html`<span class="muted">no attestations</span>`
+          : summary?.committers
           ? summary.committers.map((k) =>
             html`
               <a class="id" href="/validators#${k}">${short(k)}</a>

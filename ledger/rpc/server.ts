@@ -7,7 +7,7 @@
  * - `GET /tx?hash=<64 hex>` → `{status: "committed", height, result}` | `{status: "pending"}` | `{status: "unknown"}`
  * - `GET /block?height=N[&wait=ms]` → `{height, block, app_hash, results}` (404 `not_found` when not committed;
  *   `wait` holds the request up to 10 s for the next block, which is how replicas follow)
- * - `GET /status`, `GET /account/<id>`, `GET /validators`
+ * - `GET /status`, `GET /account/<id>`, `GET /validators`, `GET /supply`
  * - training: `GET /lifecycle`, `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`,
  *   `/batch?root=` (canonical JSON, shapes in ledger/training/wire.ts) and `GET /object/<root>`, which answers
  *   the raw sealed bytes as `application/octet-stream`
