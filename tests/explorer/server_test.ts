@@ -23,7 +23,10 @@ function mainText(page: string): string {
 /** Every page a small chain has, and what its text must contain. */
 function pages(c: SmallChain): [string, RegExp][] {
   return [
-    ["/", /Transactions 3 .*Money 13,999,000 atoms genesis 14,000,000 atoms issued 0 atoms · burned 1,000 atoms.*Latest blocks/],
+    [
+      "/",
+      /Transactions 3 .*Money 13,999,000 atoms genesis 14,000,000 atoms issued 0 atoms · burned 1,000 atoms.*Latest blocks/,
+    ],
     ["/blocks", /3 blocks committed and indexed/],
     ["/block/1", /transactions 1 /],
     ["/block/2", /unknown_kind .*stale_nonce/],
