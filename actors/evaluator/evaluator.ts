@@ -70,6 +70,7 @@ export class Evaluator {
 
   /** Runs the evaluation of the latest trained cohort to its decision; returns the evaluation's answer. */
   async run(): Promise<JsonObject> {
+    await this.resume();
     const evaluationId = await this.openWhenTrained();
     for (;;) {
       try {
@@ -99,6 +100,17 @@ export class Evaluator {
         this.say(evaluationId, "waiting", e.message);
       }
       await this.pause();
+    }
+  }
+
+  /**
+   * Settles every transaction an earlier process signed but did not see decided (killed after sending it),
+   * with its journaled bytes: the chain's record of its hash decides, nothing is signed again.
+   */
+  private async resume(): Promise<void> {
+    for (const r of this.submitter.records()) {
+      if (r.status === "committed" || r.status === "rejected") continue;
+      await submitSettled(this.submitter, r.intent, () => Promise.reject(new Error("never re-signed")));
     }
   }
 

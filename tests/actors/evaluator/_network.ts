@@ -29,6 +29,8 @@ export interface EvaluationNetwork {
   readonly workers: TaskProcess[];
   readonly workersFile: string;
   readonly homes: { sponsor: string; evaluator: string; referee: string; owner: string };
+  /** Restarts worker `i` (after a crash, or to arm a crash point), with the same home and port. */
+  restartWorker(i: number, env?: Record<string, string>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -95,6 +97,16 @@ export async function startEvaluationNetwork(options: { forge?: string } = {}): 
     workers,
     workersFile,
     homes: { ...homes, owner: validatorHomes[0]! },
+    async restartWorker(i, env = {}) {
+      const port = new URL(workers[i]!.url).port;
+      await workers[i]!.stop();
+      const forge = i === 2 ? options.forge : undefined;
+      workers[i] = await startTask(
+        "worker",
+        ["--home", workerHomes[i]!, "--port", port, ...(forge ? ["--forge", forge] : [])],
+        { env },
+      );
+    },
     async close() {
       for (const w of workers) await w.stop();
       await stopProc(validator);
