@@ -1,6 +1,7 @@
 /** What an explorer route answers, and the errors that become 400 and 404 pages. */
 import type { ChainIndex } from "./chain_index.ts";
 import type { ClaimStates } from "./claim_states.ts";
+import type { Codecs } from "./codecs.ts";
 import type { Html } from "./html.ts";
 import type { ChainSource } from "./source.ts";
 
@@ -9,6 +10,7 @@ export interface PageContext {
   readonly source: ChainSource;
   readonly index: ChainIndex;
   readonly claims: ClaimStates;
+  readonly codecs: Codecs;
   readonly url: URL;
 }
 

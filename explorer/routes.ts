@@ -18,7 +18,9 @@ import { type Answer, malformed, type PageContext, PageError, unknown } from "./
 import { accountPage, accounts, model, validators } from "./pages/accounts.ts";
 import { apiBlocks, block, blocks, home } from "./pages/chain.ts";
 import { disputes } from "./pages/disputes.ts";
-import { data, evaluation, inference } from "./pages/lifecycles.ts";
+import { data } from "./pages/data.ts";
+import { evaluation } from "./pages/evaluation.ts";
+import { inference } from "./pages/inference.ts";
 import { claim, training } from "./pages/training.ts";
 import { tx } from "./pages/tx.ts";
 

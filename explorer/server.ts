@@ -16,6 +16,7 @@
 import { asset, ASSET_PATHS } from "./assets.ts";
 import { ChainIndex, DEFAULT_BOUNDS, type IndexBounds } from "./chain_index.ts";
 import { ClaimStates } from "./claim_states.ts";
+import { Codecs } from "./codecs.ts";
 import { type PageContext, PageError } from "./answer.ts";
 import { html } from "./html.ts";
 import { page } from "./layout.ts";
@@ -29,6 +30,8 @@ export interface ExplorerOptions {
   /** How often the index looks for new blocks. */
   readonly syncMs?: number;
   readonly bounds?: IndexBounds;
+  /** An object store to decode prompts and answers from (read only), or null. */
+  readonly objects?: string | null;
 }
 
 /** A running explorer. */
@@ -52,7 +55,11 @@ function htmlResponse(status: number, text: string): Response {
 }
 
 /** The request handler of an explorer over `index` (exported for tests that call it without a socket). */
-export function explorerHandler(index: ChainIndex, claims: ClaimStates): (req: Request) => Promise<Response> {
+export function explorerHandler(
+  index: ChainIndex,
+  claims: ClaimStates,
+  codecs: Codecs,
+): (req: Request) => Promise<Response> {
   return async (req) => {
     const url = new URL(req.url);
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -70,7 +77,7 @@ export function explorerHandler(index: ChainIndex, claims: ClaimStates): (req: R
     try {
       const { handler, rest } = route(url.pathname);
       await index.sync();
-      const ctx: PageContext = { source: index.source, index, claims, url };
+      const ctx: PageContext = { source: index.source, index, claims, codecs, url };
       const answer = await handler(ctx, rest);
       if (answer.kind === "json") {
         return new Response(JSON.stringify(answer.body), {
@@ -98,7 +105,7 @@ export async function startExplorer(source: ChainSource, options: ExplorerOption
   const claims = new ClaimStates(source);
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: options.port ?? 0, onListen: () => {} },
-    explorerHandler(index, claims),
+    explorerHandler(index, claims, new Codecs(source, options.objects ?? null)),
   );
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -45,7 +45,8 @@ async function startExplorerBeside(
     const ready = await Deno.stat(`${statePath}-wal`).then(() => true, () => false);
     if (ready) {
       try {
-        const explorer = await startExplorer(StateSource.open(statePath), { port: 0 });
+        const objects = statePath.replace(/state\.sqlite$/, "objects");
+        const explorer = await startExplorer(StateSource.open(statePath), { port: 0, objects });
         say(`explorer on ${explorer.url}`);
         return explorer;
       } catch (e) {

@@ -5,7 +5,7 @@ import type { ChainSource } from "../explorer/source.ts";
 import { StateSource } from "../explorer/state_source.ts";
 import { integerOption, parse, runTask, UsageError } from "./_cli.ts";
 
-const HELP = `deno task explorer (--rpc URL | --state FILE) [--port P]
+const HELP = `deno task explorer (--rpc URL | --state FILE) [--port P] [--objects DIR]
 
 Serve a read-only web explorer of a NeuroShard network on 127.0.0.1 and print its URL: the chain head and a
 live block list, every transaction decoded with its result and error code, the training claims with their
@@ -19,6 +19,8 @@ Options:
                  created, initialised, migrated or written; committed transactions of a running validator
                  are visible
   --port P       the port on 127.0.0.1 (default 0: the system chooses)
+  --objects DIR  an object store holding the model's text codec, read only, to decode inference prompts and
+                 answers (default with --state: the objects/ folder beside the state file, when there is one)
   -h, --help     show this help
 
 Stop it with Ctrl-C.`;
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
     rpc: { type: "string" },
     state: { type: "string" },
     port: { type: "string" },
+    objects: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -45,7 +48,9 @@ async function main(): Promise<void> {
   } else {
     source = StateSource.open(values.state!);
   }
-  const explorer = await startExplorer(source, { port });
+  const beside = values.state === undefined ? null : `${values.state.replace(/[^/]*$/, "") || "./"}objects`;
+  const objects = values.objects ?? (beside !== null && isDirectory(beside) ? beside : null);
+  const explorer = await startExplorer(source, { port, objects });
   console.log(`explorer of ${source.description}`);
   console.log(`listening on ${explorer.url}`);
   await new Promise<void>((resolve) => {
@@ -54,6 +59,14 @@ async function main(): Promise<void> {
     Deno.addSignalListener("SIGTERM", stop);
   });
   await explorer.close();
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
 }
 
 if (import.meta.main) await runTask("explorer", main);

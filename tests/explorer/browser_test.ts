@@ -191,9 +191,9 @@ Deno.test({
         const [name, path, want] of [
           ["validators", "/validators", /4 validators · total power/],
           ["accounts", "/accounts", /accounts seen on the chain/],
-          ["data", "/data", /No data cohort on this chain yet/],
-          ["evaluation", "/evaluation", /No evaluation on this chain yet/],
-          ["inference", "/inference", /No paid inference on this chain yet/],
+          ["data", "/data", /No data cohort on this chain yet|Transactions \(propose_data, vote_data\)/],
+          ["evaluation", "/evaluation", /No evaluation on this chain yet|Evaluation [0-9a-f]{12}…/],
+          ["inference", "/inference", /No paid inference on this chain yet|\d+ jobs/],
         ] as const
       ) {
         match(await visit(page, `${base}${path}`, shots, name), want);

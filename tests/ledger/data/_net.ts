@@ -33,9 +33,11 @@ export function dataNet(
     params?: JsonObject;
     consensus?: JsonObject;
     trainingBlocks?: number;
+    path?: string;
   } = {},
 ): Net {
   return new Net({
+    ...(opts.path === undefined ? {} : { path: opts.path }),
     validators: opts.validators ?? equalOwners(),
     ownerBalance: 10_000_000,
     params: opts.params ?? {},

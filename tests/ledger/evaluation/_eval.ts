@@ -29,9 +29,16 @@ export type LossFn = (side: Side, role: Role, window: number) => number | null;
 
 /** A ledger whose latest cohort is trained: one step settled, so the learning root is a new candidate. */
 export function trainedNet(
-  opts: { params?: JsonObject; edit?: (entries: CohortEntry[], batches: Map<string, Batch>) => void } = {},
+  opts: {
+    params?: JsonObject;
+    edit?: (entries: CohortEntry[], batches: Map<string, Batch>) => void;
+    path?: string;
+  } = {},
 ): { net: Net; cohort: TestCohort } {
-  const net = dataNet({ params: { steps_per_cohort: 1, ...opts.params } });
+  const net = dataNet({
+    params: { steps_per_cohort: 1, ...opts.params },
+    ...(opts.path === undefined ? {} : { path: opts.path }),
+  });
   const cohort = nextCohort(net, "eval", {}, opts.edit);
   activate(net, cohort);
   const { height } = reserveAndClaim(net);

@@ -34,8 +34,8 @@ export function testCodec(): JsonValue {
 }
 
 /** A training ledger with the test codec. */
-export function inferenceNet(params: JsonObject = {}): Net {
-  return new Net({ codec: testCodec(), params });
+export function inferenceNet(params: JsonObject = {}, path?: string): Net {
+  return new Net({ codec: testCodec(), params, ...(path === undefined ? {} : { path }) });
 }
 
 /** An `infer` from `key` (default the requester) for the serving root, with `fields` overriding. */

@@ -81,6 +81,8 @@ export interface NetOptions {
   readonly consensus?: JsonObject;
   /** A genesis data section: the chain trains on activated cohorts and lists no training batches. */
   readonly data?: JsonObject;
+  /** The state file (default ":memory:"); a file lets a test read the chain again after closing it. */
+  readonly path?: string;
 }
 
 /** A ledger with training, plus everything a test needs to drive it. */
@@ -135,7 +137,7 @@ export class Net {
       ...(opts.data ? { data: opts.data } : {}),
     };
     this.genesis = genesis;
-    this.app = LedgerApp.open(":memory:", genesis);
+    this.app = LedgerApp.open(opts.path ?? ":memory:", genesis);
   }
 
   /** The next block's height. */
