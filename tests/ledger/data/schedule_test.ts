@@ -4,8 +4,8 @@ import { PRESETS } from "../../../kernels/config.ts";
 import { place } from "../../../kernels/placement.ts";
 import { cohortSchedule, isReplayStep } from "../../../workflows/cohort.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
-import { grown, growTx, reserveAndClaim, reserveTx } from "../training/_flow.ts";
-import type { Net } from "../training/_harness.ts";
+import { challengeAndUpload, grown, growTx, reserveAndClaim, reserveTx } from "../training/_flow.ts";
+import { challenger, type Net, stranger } from "../training/_harness.ts";
 import type { TestCohort } from "./_cohort.ts";
 import { activate, dataFacts, dataNet, nextCohort, proposeTx } from "./_net.ts";
 
@@ -142,4 +142,19 @@ Deno.test("a claim reserved before the deadline still settles and is paid; the c
   ]);
   assert.equal(net.lifecycle().learning_root, serving);
   assert.equal(net.lifecycle().training_round, 1);
+});
+
+Deno.test("a forged step on a cohort batch is refuted by the ledger's referee, and the same step is reserved again", () => {
+  const net = dataNet();
+  const cohort = nextCohort(net, "a");
+  activate(net, cohort);
+  const first = (net.app.query("/data") as JsonObject).schedule as { batch: string }[];
+  const { claimId } = reserveAndClaim(net, { forge: { what: "optimizer", stage: 1 } });
+  challengeAndUpload(net, claimId, 1, challenger);
+  net.ok(net.tx(stranger, "resolve", { claim_id: claimId }));
+  const st = (net.app.query(`/claim?id=${claimId}`) as JsonObject).state as JsonObject;
+  assert.deepEqual([st.status, st.reason], ["rejected", "mismatch: optimizer update"]);
+  assert.equal((dataFacts(net).cohort as JsonObject).position, 0);
+  const a = step(net);
+  assert.deepEqual([a.sequence_index, a.batch], [0, first[0]!.batch]);
 });
