@@ -116,6 +116,8 @@ Deno.test("each rejected document has its own code and leaves the app hash uncha
       }),
     ],
     ["wrong_document_count", at(cursors, (e) => e.splice(e.findIndex((x) => x.role === "retention"), 1))],
+    // 2 training batches, but the schedule needs 3 fresh ones (4 steps, 1 replayed from the first cohort).
+    ["invalid_proposal", at(cursors, (e) => e.splice(e.length - 6, 6))],
     [
       "wrong_previous",
       testCohort({
