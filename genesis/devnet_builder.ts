@@ -3,8 +3,8 @@
  * `DEVNET_PARAMS`: short windows, so a step settles in seconds) and the validator homes of `ledger_devnet.ts`
  * (called, not copied), given the training contents of
  * `devnet/contents.ts` (codec, model manifest and root, learning rate, clip, training batches), a home with an
- * account key (0600) and a bearer token (0600) for each worker, a fourth (forging) worker, the sponsor and
- * the referee, funded accounts for
+ * account key (0600) and a bearer token (0600) for each worker, a fourth (forging) worker, the sponsor,
+ * the referee, two providers (one run with `--forge token`) and a paying client, funded accounts for
  * them, and the genesis objects (codec and model components) in a shared `objects/` and in every home's
  * `objects/`. Everything is deterministic except the keys and tokens.
  *
@@ -12,7 +12,8 @@
  * leaves no devnet behind and the next build starts over.
  *
  * Layout: `genesis.json`, `objects/`, `faucet/account.key`, `validator-<i>/`, `worker-<i>/`, `forger/`,
- * `sponsor/`, `referee/` (each actor home: `account.key`, `token`, `objects/`).
+ * `sponsor/`, `referee/`, `provider/`, `provider-forger/`, `client/` (each actor home: `account.key`, `token`,
+ * `objects/`).
  *
  * @example
  * ```ts
@@ -61,6 +62,10 @@ export interface DevnetLayout {
   readonly forger: string;
   readonly sponsor: string;
   readonly referee: string;
+  /** The homes of the paid-inference roles: an honest provider, one the scenario runs with `--forge token`, and the paying client. */
+  readonly provider: string;
+  readonly providerForger: string;
+  readonly client: string;
   readonly faucet: string;
   /** Account id of every key the devnet holds, by name (`validator-0`, `worker-1`, `sponsor`, ...). */
   readonly accounts: Record<string, string>;
@@ -74,6 +79,8 @@ export const DEVNET_FUNDING = {
   sponsor: 1_000 * ATOMS_PER_NEURO,
   referee: 100 * ATOMS_PER_NEURO,
   worker: 10 * ATOMS_PER_NEURO,
+  provider: 100 * ATOMS_PER_NEURO,
+  client: 10 * ATOMS_PER_NEURO,
 } as const;
 
 /** The genesis fields that pin the training contents (schema of `genesis/schema.ts`). */
@@ -113,7 +120,12 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
   const accounts: Record<string, string> = {};
   const names: string[] = [];
   for await (const entry of Deno.readDir(d)) {
-    if (entry.isDirectory && /^(validator-\d+|worker-\d+|forger|sponsor|referee|faucet)$/.test(entry.name)) {
+    if (
+      entry.isDirectory &&
+      /^(validator-\d+|worker-\d+|forger|sponsor|referee|provider|provider-forger|client|faucet)$/.test(
+        entry.name,
+      )
+    ) {
       names.push(entry.name);
     }
   }
@@ -130,6 +142,9 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
     forger: `${d}/forger`,
     sponsor: `${d}/sponsor`,
     referee: `${d}/referee`,
+    provider: `${d}/provider`,
+    providerForger: `${d}/provider-forger`,
+    client: `${d}/client`,
     faucet: `${d}/faucet/account.key`,
     accounts,
   };
@@ -160,6 +175,9 @@ export async function ensureDevnet(
     ["forger", DEVNET_FUNDING.worker] as const,
     ["sponsor", DEVNET_FUNDING.sponsor] as const,
     ["referee", DEVNET_FUNDING.referee] as const,
+    ["provider", DEVNET_FUNDING.provider] as const,
+    ["provider-forger", DEVNET_FUNDING.provider] as const,
+    ["client", DEVNET_FUNDING.client] as const,
   ];
   const accounts = [];
   for (const [name, balance] of actors) {

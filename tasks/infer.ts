@@ -28,6 +28,8 @@ Options:
   --expires-in N    blocks the request stays open (default 10 challenge windows, within the chain's bounds)
   --objects DIR     the object store holding the codec (default .neuroshard/objects)
   --journal FILE    the client's journal (default infer.sqlite beside the key)
+  --request KEY     an idempotency key: asking again with the same key, provider and prompt resumes the
+                    question already paid (after a crash or a lost reply) instead of paying again
   --json            print the outcome as one JSON object
   -h, --help        show this help`;
 
@@ -42,6 +44,7 @@ async function main(): Promise<void> {
     "expires-in": { type: "string" },
     objects: { type: "string", default: ".neuroshard/objects" },
     journal: { type: "string" },
+    request: { type: "string" },
     json: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
         ...(maxTokens === undefined ? {} : { maxTokens }),
         ...(maxPrice === undefined ? {} : { maxPrice }),
         ...(expiresIn === undefined ? {} : { expiresIn }),
+        ...(values.request === undefined ? {} : { request: values.request }),
       },
     );
     if (values.json) return console.log(canonical(result));

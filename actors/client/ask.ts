@@ -22,7 +22,7 @@ import { ProtocolError } from "../../core/errors.ts";
 import type { ObjectStore } from "../../core/object_store.ts";
 import { txid } from "../../ledger/envelope.ts";
 import type { AccountKey } from "../../ledger/keys.ts";
-import type { InferFields, LiveJobsAnswer } from "../../ledger/inference/wire.ts";
+import type { InferFields } from "../../ledger/inference/wire.ts";
 import { loadCodec } from "../../text/codec.ts";
 import { encodePrompt } from "../../text/conversation.ts";
 import type { InferenceState } from "../../workflows/inference.ts";
@@ -54,6 +54,11 @@ export interface Question {
   readonly maxPrice?: number;
   /** Default: 10 challenge windows, within the chain's bounds. */
   readonly expiresIn?: number;
+  /**
+   * An idempotency key: the same key (with the same provider and prompt) resumes the question already paid
+   * instead of paying again. Default: a fresh random key (every call is a new question).
+   */
+  readonly request?: string;
 }
 
 /** The outcome of one paid question. */
@@ -73,9 +78,27 @@ export interface AskResult extends JsonObject {
 
 /** Asks, pays, waits and returns the settled answer (see the module comment). */
 export async function ask(setup: AskSetup, q: Question): Promise<AskResult> {
+  const p = await payQuestion(setup, q);
+  return await followJob(setup, p);
+}
+
+/** A question paid for: its job on the chain, and how to read the answer. */
+export interface PaidQuestion {
+  readonly jobId: string;
+  readonly prompt: string;
+  readonly prompt_ids: number[];
+  readonly decode: (ids: number[]) => string;
+}
+
+/**
+ * Renders, signs and submits the `infer` of `q` and returns its job once committed. With `q.request`, a
+ * question already paid under that key (by this or an earlier run, per journal) is not paid again: its
+ * journaled transaction decides the job.
+ */
+export async function payQuestion(setup: AskSetup, q: Question): Promise<PaidQuestion> {
   const { chain, key, journal, store, progress } = setup;
   const lifecycle = await chain.lifecycle();
-  const live = await chain.inferenceLive() as LiveJobsAnswer;
+  const live = await chain.inferenceLive();
   if (lifecycle.serving_root === null || live.terms === null) {
     throw new ProtocolError("wrong_model", "Cannot ask: the chain serves no model");
   }
@@ -97,16 +120,22 @@ export async function ask(setup: AskSetup, q: Question): Promise<AskResult> {
       ),
   };
   const submitter = new Submitter(journal, chain.http, { confirmMs: 30_000, pollMs: 200 });
+  const intent = id({
+    kind: "infer",
+    provider: q.provider,
+    prompt: q.prompt,
+    request: q.request ?? randomKey(),
+  });
   // An infer signed by an earlier run whose outcome is unknown holds a nonce: settle it with the same bytes.
   for (const r of submitter.records()) {
-    if (r.status === "committed" || r.status === "rejected") continue;
-    await submitSettled(submitter, r.intent, () => Promise.reject(new Error("never re-signed")));
+    if (r.status === "committed" || r.status === "rejected" || r.intent === intent) continue;
+    await submitSettled(submitter, r.intent, never);
   }
-  const { nonce } = await chain.account(key.accountId);
-  const intent = id({ kind: "infer", fields, nonce });
-  progress(
-    `paying at most ${fields.max_price} atoms for up to ${maxTokens} tokens (${prompt_ids.length} prompt ids)`,
-  );
+  if (submitter.record(intent) === null) {
+    progress(
+      `paying at most ${fields.max_price} atoms for up to ${maxTokens} tokens (${prompt_ids.length} prompt ids)`,
+    );
+  }
   const sub = await submitSettled(submitter, intent, () => chain.sign(key, "infer", fields));
   if (sub.status === "rejected") {
     throw new ProtocolError((sub.code ?? "internal_error") as never, sub.message ?? "infer was refused");
@@ -114,17 +143,22 @@ export async function ask(setup: AskSetup, q: Question): Promise<AskResult> {
   const envelope = decodeCanonical(sub.raw) as unknown as { body: JsonObject; public_key: string };
   const jobId = txid(envelope as never);
   progress(`job ${jobId} accepted at height ${sub.height}`);
-  return await follow(setup, jobId, q.prompt, prompt_ids, (ids) => codec.decode(ids));
+  return { jobId, prompt: q.prompt, prompt_ids, decode: (ids) => codec.decode(ids) };
 }
 
-/** Follows a job until it ends, printing a line whenever its state changes. */
-async function follow(
-  setup: AskSetup,
-  jobId: string,
-  prompt: string,
-  prompt_ids: number[],
-  decode: (ids: number[]) => string,
-): Promise<AskResult> {
+function never(): Promise<Uint8Array> {
+  return Promise.reject(new ProtocolError("internal_error", "Cannot re-sign a journaled infer"));
+}
+
+function randomKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join(
+    "",
+  );
+}
+
+/** Follows a paid question's job until it ends, printing a line whenever its state changes. */
+export async function followJob(setup: AskSetup, paid: PaidQuestion): Promise<AskResult> {
+  const { jobId, prompt, prompt_ids, decode } = paid;
   let last = "";
   for (;;) {
     const j = await setup.chain.inference(jobId);

@@ -34,7 +34,8 @@ export async function responseRecord(
   if (job === null) {
     throw new ProtocolError("not_found", `Cannot check response ${claimId}: the chain does not know it`);
   }
-  if (job.claims[job.claims.length - 1] !== claimId) return null;
+  // A later response replaced it, or it was refuted and the job reopened (no response is pending now).
+  if (job.claims[job.claims.length - 1] !== claimId || !("response" in job.state)) return null;
   const m = job.metadata ?? {};
   const rootOf = (job.state as { response?: { record_root: string } }).response?.record_root ?? "";
   const record = m[rootOf] as unknown as GenerationRecord | undefined;

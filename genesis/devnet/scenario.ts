@@ -3,7 +3,9 @@
  * honest workers, a forging worker (`--forge optimizer`), a referee and the sponsor as separate processes, and
  * drives the phases of `scenario_journal.ts`: the sponsor trains `steps` honest steps; then it runs one step
  * with the forger in stage 1 (the referee replays it, challenges, uploads, seals and resolves, and the chain
- * rejects it with the slash); then it trains `after` more honest steps. The sponsor is told how many settled
+ * rejects it with the slash); then it trains `after` more honest steps; then the paid-inference phase of
+ * `inference_phase.ts` buys answers from a Provider and from one with `--forge token`, which the referee gets
+ * refuted. The sponsor is told how many settled
  * steps to reach and exits when they are; which workers it uses is the only thing the phase changes.
  *
  * Every phase change is journaled before it is acted on, and the rest is read from the chain, so running it
@@ -16,6 +18,7 @@ import { ChainView } from "./chain_view.ts";
 import { loadScenario, newScenario, saveScenario, type Scenario, targetSteps } from "./scenario_journal.ts";
 import { collectSummary, type DevnetSummary } from "./summary.ts";
 import { startNetwork } from "./network.ts";
+import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
 
 /** How to run the scenario. */
@@ -185,6 +188,8 @@ export async function runScenario(
     }
     await sleep(250, signal);
   }
+  if (await hasInferenceHomes(layout)) await runInferencePhase(sup, layout, rpc, scenario.forge, say);
+  else say("this devnet was built before paid inference: rebuild it with --reset to run the inference phase");
   return await collectSummary(layout, net.urls);
 }
 

@@ -1,7 +1,7 @@
 /**
  * The devnet's closing summary, gathered from the chain after the scenario: every claim in order with its
- * loss and outcome (and why a rejected one was rejected), the learning and serving roots, the atoms issued and
- * burned (the supply totals of a validator's state), every named account's balance, and whether every
+ * loss and outcome (and why a rejected one was rejected), the learning and serving roots, the paid answers of
+ * the inference phase (prompt, answer text, tokens, paid and refunded atoms), the atoms issued and burned (the supply totals of a validator's state), every named account's balance, and whether every
  * validator holds the same app hash at the final height. Printed as text or as one canonical JSON object.
  *
  * @example
@@ -13,7 +13,12 @@
 import { DatabaseSync } from "node:sqlite";
 import type { JsonObject } from "../../core/canonical.ts";
 import type { DevnetLayout } from "../devnet_builder.ts";
+import { parseJson } from "../../core/canonical.ts";
+import { ObjectStore } from "../../core/object_store.ts";
+import { ChainClient } from "../../actors/common/chain.ts";
+import { loadCodec } from "../../text/codec.ts";
 import { ChainView, type ClaimOutcome } from "./chain_view.ts";
+import { loadInferenceJobs } from "./inference_phase.ts";
 
 /** The summary of a devnet run. */
 export interface DevnetSummary extends JsonObject {
@@ -31,6 +36,58 @@ export interface DevnetSummary extends JsonObject {
   issued: number;
   burned: number;
   balances: { name: string; account: string; balance: number }[];
+  /** The paid answers of the inference phase, in question order (empty when it did not run). */
+  inference: InferenceOutcome[];
+}
+
+/** One paid answer as the chain settled it. */
+export interface InferenceOutcome extends JsonObject {
+  provider: string;
+  prompt: string;
+  job_id: string;
+  status: string;
+  answer: string;
+  tokens: number[];
+  paid: number;
+  refunded: number;
+  /** Responses the job received (2 when the first was refuted and the retry settled). */
+  responses: number;
+}
+
+/** Reads the journaled jobs of the inference phase back from the chain, decoding each answer. */
+export async function collectInference(layout: DevnetLayout, rpc: string): Promise<InferenceOutcome[]> {
+  const rows = await loadInferenceJobs(layout.dir);
+  if (rows.length === 0) return [];
+  const chain = new ChainClient(rpc);
+  const genesis = parseJson(await Deno.readTextFile(layout.genesisPath)) as { codec: { root: string } };
+  const codec = await loadCodec(new ObjectStore(layout.objects), genesis.codec.root);
+  const out: InferenceOutcome[] = [];
+  for (const row of rows) {
+    const j = await chain.inference(row.job_id);
+    const s = (j?.state ?? {}) as {
+      status?: string;
+      job?: { max_price: number; price_per_token: number };
+      response?: { record_root: string; tokens: number };
+    };
+    const record = s.status === "settled"
+      ? (j!.metadata ?? {})[s.response!.record_root] as {
+        tokens: number[];
+        stop: string;
+      }
+      : null;
+    const tokens = record?.tokens ?? [];
+    const paid = record ? s.response!.tokens * s.job!.price_per_token : 0;
+    out.push({
+      ...row,
+      status: s.status ?? "unknown",
+      answer: codec.decode(record?.stop === "eos" ? tokens.slice(0, -1) : tokens),
+      tokens,
+      paid,
+      refunded: (s.job?.max_price ?? 0) - paid,
+      responses: j?.claims.length ?? 0,
+    });
+  }
+  return out;
 }
 
 /** `{genesis_supply, issued, burned}` read from a validator's state file (read-only). */
@@ -86,6 +143,7 @@ export async function collectSummary(layout: DevnetLayout, urls: readonly string
     issued: totals.issued,
     burned: totals.burned,
     balances,
+    inference: await collectInference(layout, urls[0]!),
   };
 }
 
@@ -105,6 +163,18 @@ export function formatSummary(s: DevnetSummary): string {
   lines.push(`settled steps ${s.settled}, rejected claims ${s.rejected.length}`);
   for (const r of s.rejected) lines.push(`  rejected ${r.claim_id}: ${r.reason ?? "no reason given"}`);
   lines.push(`atoms issued ${s.issued} (${neuro(s.issued)}), burned ${s.burned} (${neuro(s.burned)})`);
+  if (s.inference.length > 0) lines.push("paid answers:");
+  for (const [i, a] of s.inference.entries()) {
+    const again = a.responses > 1
+      ? ` after ${a.responses - 1} refuted response${a.responses > 2 ? "s" : ""}`
+      : "";
+    lines.push(
+      `  ${i + 1}. ${a.provider}: ${JSON.stringify(a.prompt)} → ${
+        JSON.stringify(a.answer)
+      }  ${a.tokens.length} tokens, ` +
+        `${a.status}${again}, paid ${a.paid}, refunded ${a.refunded} atoms  ${a.job_id}`,
+    );
+  }
   lines.push("balances:");
   for (const b of s.balances) {
     lines.push(`  ${b.name.padEnd(12)} ${String(b.balance).padStart(16)} atoms  ${b.account}`);

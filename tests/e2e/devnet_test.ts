@@ -52,7 +52,27 @@ function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): vo
   // The sponsor paid a reserve and a claim per attempt and lost its whole claim bond to the slash; the
   // referee paid its challenge, upload, seal and resolve fees and got its bond back plus half the claim bond.
   assertEquals(balance.sponsor, DEVNET_FUNDING.sponsor - 2 * (settled + 1) * P.fee - P.claim_bond);
-  assertEquals(balance.referee, DEVNET_FUNDING.referee - referee_txs * P.fee + P.claim_bond / 2);
+  assertEquals(
+    balance.referee,
+    DEVNET_FUNDING.referee - referee_txs * P.fee + P.claim_bond / 2 + P.provider_bond / 2,
+  );
+  // Paid inference: two answers from the provider, one from the forging provider whose first response the
+  // referee got refuted (its bond slashed) and whose honest retry settled; nothing minted for any of them.
+  assertEquals(s.inference.map((a) => [a.provider, a.status, a.responses]), [
+    ["provider", "settled", 1],
+    ["provider", "settled", 1],
+    ["provider-forger", "settled", 2],
+  ]);
+  for (const a of s.inference) {
+    assertEquals([a.paid, a.refunded], [
+      a.tokens.length * P.price_per_token,
+      (8 - a.tokens.length) * P.price_per_token,
+    ]);
+  }
+  const pay = s.inference.map((a) => a.paid);
+  assertEquals(balance.provider, DEVNET_FUNDING.provider - 2 * P.fee + pay[0]! + pay[1]!);
+  assertEquals(balance["provider-forger"], DEVNET_FUNDING.provider - 2 * P.fee - P.provider_bond + pay[2]!);
+  assertEquals(balance.client, DEVNET_FUNDING.client - 3 * P.fee - pay[0]! - pay[1]! - pay[2]!);
   const validators = [0, 1, 2, 3].map((i) => balance[`validator-${i}`]!);
   equal(validators.every((b) => b > 10 * ATOMS_PER_NEURO), true, String(validators));
 }
@@ -63,8 +83,9 @@ Deno.test("deno task devnet --steps 3 trains 3 honest steps, gets a forged optim
     const run = await runDevnet(`${tmp}/devnet`, ["--steps", "3"], { viaTask: true });
     equal(run.code, 0, run.stderr.slice(-30).join("\n"));
     // stage 1 holds two blocks: its two components, its input activation and its incoming gradient are
-    // uploaded (one chunk each) and sealed, then challenge and resolve: 10 referee transactions.
-    checkScenario(run.summary!, 3, 10);
+    // uploaded (one chunk each) and sealed, then challenge and resolve: 10 referee transactions; the forged
+    // answer's head needs the embedding (3 chunks), the final norm and the final hidden state: 10 more.
+    checkScenario(run.summary!, 3, 20);
     equal(run.stderr.some((l) => /^\[forge\] step 4 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
     equal(run.stderr.some((l) => /referee challenge .* stage 1: fraud \(optimizer update\)/.test(l)), true);
     equal(await liveChildren(`${tmp}/devnet`), 0);
@@ -95,7 +116,7 @@ Deno.test({
       const resumed = await runDevnet(dir, ["--steps", "1"]);
       equal(resumed.code, 0, resumed.stderr.slice(-30).join("\n"));
       equal(await liveChildren(dir), 0);
-      checkScenario(resumed.summary!, 1, 10);
+      checkScenario(resumed.summary!, 1, 20);
     } finally {
       await killLeftovers(dir);
       await Deno.remove(tmp, { recursive: true });
@@ -123,7 +144,7 @@ Deno.test({
       }
       const last = await runDevnet(dir, []);
       equal(last.code, 0, last.stderr.slice(-30).join("\n"));
-      checkScenario(last.summary!, 5, 10);
+      checkScenario(last.summary!, 5, 20);
       equal(await liveChildren(dir), 0);
     } finally {
       await killLeftovers(dir);

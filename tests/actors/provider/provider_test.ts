@@ -73,6 +73,25 @@ Deno.test("deno task infer pays a Provider and prints the settled answer, equal 
     ]);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /paid \d+ atoms for [12] tokens, refunded \d+ atoms \(job [0-9a-f]{64}\)\n$/);
+    // The same idempotency key twice: the second run follows the job the first paid for, paying nothing.
+    const keyed = [
+      "--provider",
+      net.accounts.provider,
+      "--prompt",
+      QUESTION,
+      "--max-tokens",
+      "1",
+      "--request",
+      "k1",
+      "--json",
+    ];
+    const first = JSON.parse((await runInfer(net, keyed)).stdout);
+    const before = (await net.chain.account(net.accounts.client)).balance;
+    const second = await runInfer(net, keyed);
+    assert.equal(second.code, 0, second.stderr);
+    assert.equal(JSON.parse(second.stdout).job_id, first.job_id);
+    assert.doesNotMatch(second.stderr, /paying at most/);
+    assert.equal((await net.chain.account(net.accounts.client)).balance, before);
   } finally {
     await provider.stop();
     await net.close();
