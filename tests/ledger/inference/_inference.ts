@@ -8,6 +8,7 @@ import { PRESETS } from "../../../kernels/config.ts";
 import { generate } from "../../../kernels/generation.ts";
 import { type GenerationProof, generationRecord } from "../../../kernels/generation_record.ts";
 import { initModel } from "../../../kernels/model.ts";
+import type { AppOptions } from "../../../ledger/app.ts";
 import type { Envelope } from "../../../ledger/envelope.ts";
 import type { AccountKey } from "../../../ledger/keys.ts";
 import { responseMetadata } from "../../../ledger/inference/wire.ts";
@@ -34,8 +35,13 @@ export function testCodec(): JsonValue {
 }
 
 /** A training ledger with the test codec. */
-export function inferenceNet(params: JsonObject = {}, path?: string): Net {
-  return new Net({ codec: testCodec(), params, ...(path === undefined ? {} : { path }) });
+export function inferenceNet(params: JsonObject = {}, path?: string, app?: AppOptions): Net {
+  return new Net({
+    codec: testCodec(),
+    params,
+    ...(path === undefined ? {} : { path }),
+    ...(app === undefined ? {} : { app }),
+  });
 }
 
 /** An `infer` from `key` (default the requester) for the serving root, with `fields` overriding. */

@@ -5,7 +5,8 @@ import { keyedById, uploadChunks } from "../../../ledger/training/wire.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { slashSplit } from "../../../workflows/money.ts";
 import { MAX_LIVE_JOBS, MAX_RETAINED_JOBS } from "../../../ledger/inference/store.ts";
-import { uploadAndSeal } from "../training/_flow.ts";
+import { reserveAndClaim, uploadAndSeal } from "../training/_flow.ts";
+import { trainingWriter } from "../../../ledger/training/store.ts";
 import { challenger, sponsor, workers } from "../training/_harness.ts";
 import {
   forgedTokens,
@@ -270,4 +271,38 @@ Deno.test("/inference lists live jobs by provider; ended jobs are kept up to the
   assert.equal(net.app.query(`/inference?id=${first}`), null);
   assert.equal((job(net, second!).state as JsonObject).status, "expired");
   assert.equal((job(net, ids[MAX_RETAINED_JOBS]!).state as JsonObject).status, "expired");
+});
+
+Deno.test("a pending job keeps the model it was bought for after a promotion; new requests must name the new serving root", () => {
+  let promote = false;
+  const net = inferenceNet({}, undefined, {
+    // Stands in for an evaluation's promotion: the serving root becomes the learning root at one block.
+    afterTransactions: (state) => {
+      if (!promote) return;
+      promote = false;
+      const t = trainingWriter(state);
+      const l = t.lifecycle()!;
+      t.setLifecycle({ ...l, serving_root: l.learning_root });
+    },
+  });
+  const genesisRoot = net.lifecycle().serving_root as string;
+  const infer = inferTx(net, { expires_in: 120 });
+  net.ok(infer);
+  const jobId = net.id(infer);
+  // One training step settles, then the promotion moves the serving root to its model.
+  reserveAndClaim(net);
+  net.until(net.height + WINDOW + 1);
+  const trained = net.lifecycle().learning_root as string;
+  assert.notEqual(trained, genesisRoot);
+  promote = true;
+  net.block();
+  assert.equal(net.lifecycle().serving_root, trained);
+  // The old job is answered with the genesis model and settles; a new request for the old model is refused.
+  assert.match(net.rejects(inferTx(net, { model_root: genesisRoot }), "wrong_model"), /serving root is/);
+  const p0 = net.balance(provider).balance;
+  net.ok(respondTx(net, jobId, prove([1, 2, 3, 4], 4)));
+  net.until(net.height + WINDOW + 1);
+  assert.equal(jobState(net, jobId).status, "settled");
+  assert.equal(net.balance(provider).balance, p0 - FEE + 4 * PRICE);
+  net.ok(inferTx(net, { model_root: trained }));
 });

@@ -12,7 +12,7 @@ import type { Batch } from "../../../kernels/batch.ts";
 import { PRESETS } from "../../../kernels/config.ts";
 import { buildManifest, componentFiles, type Manifest } from "../../../kernels/manifest.ts";
 import { initModel } from "../../../kernels/model.ts";
-import { LedgerApp } from "../../../ledger/app.ts";
+import { type AppOptions, LedgerApp } from "../../../ledger/app.ts";
 import { type Envelope, signBody, type TxBody, txid } from "../../../ledger/envelope.ts";
 import { type AccountKey, keyFromSeed } from "../../../ledger/keys.ts";
 import type { TxResult } from "../../../ledger/state/store.ts";
@@ -83,6 +83,8 @@ export interface NetOptions {
   readonly data?: JsonObject;
   /** The state file (default ":memory:"); a file lets a test read the chain again after closing it. */
   readonly path?: string;
+  /** Test hooks of the app (e.g. `afterTransactions` to move the serving root). */
+  readonly app?: AppOptions;
 }
 
 /** A ledger with training, plus everything a test needs to drive it. */
@@ -137,7 +139,7 @@ export class Net {
       ...(opts.data ? { data: opts.data } : {}),
     };
     this.genesis = genesis;
-    this.app = LedgerApp.open(opts.path ?? ":memory:", genesis);
+    this.app = LedgerApp.open(opts.path ?? ":memory:", genesis, opts.app);
   }
 
   /** The next block's height. */
