@@ -44,6 +44,9 @@ export function lossPoints(claims: readonly ClaimEntry[], states: readonly (Clai
   return { steps, losses };
 }
 
+/** The most claim rows the training page lists (the newest; the chart and the counts cover every claim). */
+export const MAX_CLAIM_ROWS = 500;
+
 /** `/training`. */
 export async function training(ctx: PageContext): Promise<Answer> {
   const lifecycle = await ctx.source.query("/lifecycle");
@@ -51,7 +54,9 @@ export async function training(ctx: PageContext): Promise<Answer> {
   const claims = ctx.index.claims();
   const states = await Promise.all(claims.map((c) => ctx.claims.get(c.claim_id)));
   const points = lossPoints(claims, states);
-  const rows = claims.map((c, i) => {
+  const first = Math.max(0, claims.length - MAX_CLAIM_ROWS);
+  const rows = claims.slice(first).map((c, j) => {
+    const i = first + j;
     const s = states[i]!;
     return html`
       <tr class="claim-row" data-claim="${c.claim_id}">
@@ -111,6 +116,7 @@ export async function training(ctx: PageContext): Promise<Answer> {
 <script type="application/json" id="loss-data">${scriptJson(points)}</script>`}
     <h2>Claims</h2>
     ${claims.length === 0 ? empty("No claim on this chain yet.") : html`
+      ${first > 0 ? html`<p class="muted">the newest ${MAX_CLAIM_ROWS} of ${claims.length} claims</p>` : ""}
       <table class="list" id="claims">
         <thead>
           <tr>
