@@ -85,6 +85,7 @@ async function devnetWithExplorer(dir: string): Promise<{
       if (line && out.includes("\n")) return JSON.parse(line) as DevnetSummary;
     }
   })();
+  summary.catch(() => {}); // awaited below; a devnet that fails is reported there, not as an uncaught error
   let buf = "";
   let url: string | null = null;
   const timeout = setTimeout(() => child.kill("SIGKILL"), 280_000);
@@ -102,6 +103,7 @@ async function devnetWithExplorer(dir: string): Promise<{
     }
   }
   clearTimeout(timeout);
+  if (url === null) await summary; // throws the devnet's failure with its last lines
   if (url === null) throw new Error(`the devnet never served its explorer:\n${stderr.slice(-30).join("\n")}`);
   return { child, summary: await summary, url, stderr };
 }
