@@ -4,10 +4,14 @@ import { prepareDevnet, runScenario, summaryJson } from "../genesis/devnet/scena
 import { formatSummary } from "../genesis/devnet/summary.ts";
 import { integerOption, parse, runTask, UsageError } from "./_cli.ts";
 import { ProtocolError } from "../core/errors.ts";
+import { installedTool } from "../ledger/abci/cometbft_pin.ts";
+import { cometHomeOf, writeCometConfigs, writeCometHomes } from "../ledger/abci/comet_home.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import { type Explorer, startExplorer } from "../explorer/server.ts";
 import { StateSource } from "../explorer/state_source.ts";
 
-const HELP = `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer]
+const HELP =
+  `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer] [--engine E]
 
 Build the devnet under DIR if it has no genesis yet (train the devnet tokenizer from the bundled generator,
 initialise the devnet model, write the genesis with its training batches, and keys for 4 validators, 3
@@ -26,7 +30,10 @@ Options:
   --no-forge    only the N honest steps
   --reset       delete DIR first and build a new devnet
   --json        print the summary as one JSON object on stdout (progress goes to stderr)
-  --dir DIR     where the devnet lives (default .neuroshard/devnet)
+  --dir DIR     where the devnet lives (default .neuroshard/devnet, or .neuroshard/devnet-cometbft)
+  --engine E    embedded (default: one proposer, replicas that re-apply) or cometbft (the same scenario on
+                four CometBFT validators, each with its own cometbft process; needs deno task
+                cometbft:install; the summary says "engine":"cometbft")
   --explorer    serve the explorer (read-only, on validator-0's state) beside the devnet, print its URL, and
                 keep serving it after the scenario until Ctrl-C
   -h, --help    show this help`;
@@ -58,6 +65,15 @@ async function startExplorerBeside(
   return null;
 }
 
+/** Gives every validator of the devnet a CometBFT home (once) and fresh loopback ports (every start). */
+async function prepareComet(layout: DevnetLayout, say: (line: string) => void): Promise<void> {
+  const first = `${cometHomeOf(layout.validators[0]!)}/config/genesis.json`;
+  const exists = await Deno.stat(first).then(() => true, () => false);
+  if (!exists) await writeCometHomes(layout.genesisPath, layout.validators);
+  else await writeCometConfigs(layout.genesisPath, layout.validators);
+  say(`cometbft homes ${exists ? "reused" : "written"} under ${layout.dir}/validator-*/cometbft`);
+}
+
 async function main(): Promise<void> {
   const { values, positionals } = parse(Deno.args, {
     steps: { type: "string" },
@@ -66,12 +82,23 @@ async function main(): Promise<void> {
     json: { type: "boolean" },
     dir: { type: "string" },
     explorer: { type: "boolean" },
+    engine: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const steps = integerOption(values.steps, "steps", { fallback: 5, max: 1_000 });
-  const dir = (values.dir ?? ".neuroshard/devnet").replace(/\/+$/, "");
+  const engine = values.engine ?? "embedded";
+  if (engine !== "embedded" && engine !== "cometbft") {
+    throw new UsageError(`--engine is ${engine}, expected embedded or cometbft`);
+  }
+  if (engine === "cometbft" && !(await installedTool(new URL("../", import.meta.url).pathname, "cometbft"))) {
+    throw new Error(
+      "Cannot run the devnet on CometBFT: cometbft is not installed (run deno task cometbft:install)",
+    );
+  }
+  const fallback = engine === "cometbft" ? ".neuroshard/devnet-cometbft" : ".neuroshard/devnet";
+  const dir = (values.dir ?? fallback).replace(/\/+$/, "");
   const say = values.json ? (l: string) => console.error(l) : (l: string) => console.log(l);
   if (values.reset) {
     await Deno.remove(dir, { recursive: true }).catch((e) => {
@@ -79,6 +106,7 @@ async function main(): Promise<void> {
     });
   }
   const layout = await prepareDevnet(dir, say);
+  if (engine === "cometbft") await prepareComet(layout, say);
   const sup = await Supervisor.open(layout.dir);
   const abort = new AbortController();
   let signalled: Deno.Signal | null = null;
@@ -105,6 +133,7 @@ async function main(): Promise<void> {
       forge: !values["no-forge"],
       say,
       signal: abort.signal,
+      engine,
     });
     if (values.json) console.log(summaryJson(summary));
     else console.log(formatSummary(summary));

@@ -43,21 +43,31 @@ function validatorArgs(layout: DevnetLayout, i: number): string[] {
   return ["--home", layout.validators[i]!, "--genesis", layout.genesisPath];
 }
 
-/** Starts every process but the sponsor, each waited for until it listens (see the module comment). */
+/**
+ * Starts every process but the sponsor, each waited for until it listens (see the module comment). Under
+ * `engine` cometbft every validator runs `--engine cometbft` (no proposer and followers; validator-0's RPC is
+ * the one the actors use).
+ */
 export async function startNetwork(
   sup: Supervisor,
   layout: DevnetLayout,
   forge: boolean,
   say: (line: string) => void,
+  engine: "embedded" | "cometbft" = "embedded",
 ): Promise<Network> {
   const dir = layout.dir;
-  const v0 = await sup.start({ name: "validator-0", task: "validator", args: validatorArgs(layout, 0) });
+  const comet = engine === "cometbft" ? ["--engine", "cometbft"] : [];
+  const v0 = await sup.start({
+    name: "validator-0",
+    task: "validator",
+    args: [...validatorArgs(layout, 0), ...comet],
+  });
   const urls = [v0.url!];
   for (let i = 1; i < layout.validators.length; i++) {
     const v = await sup.start({
       name: `validator-${i}`,
       task: "validator",
-      args: [...validatorArgs(layout, i), "--follow", v0.url!],
+      args: [...validatorArgs(layout, i), ...(engine === "cometbft" ? comet : ["--follow", v0.url!])],
     });
     urls.push(v.url!);
   }

@@ -30,6 +30,8 @@ export interface ScenarioOptions {
   readonly say: (line: string) => void;
   /** Aborted on SIGINT/SIGTERM. */
   readonly signal: AbortSignal;
+  /** The consensus engine of the validators (default embedded). */
+  readonly engine?: "embedded" | "cometbft";
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -102,7 +104,8 @@ export async function runScenario(
     if (p !== null) say(p);
   };
 
-  const net = await startNetwork(sup, layout, scenario.forge, say);
+  const engine = options.engine ?? "embedded";
+  const net = await startNetwork(sup, layout, scenario.forge, say, engine);
   const { rpc } = net;
   const chain = new ChainView(rpc);
   net.referee.onLine(watch("referee"));
@@ -190,7 +193,7 @@ export async function runScenario(
   }
   if (await hasInferenceHomes(layout)) await runInferencePhase(sup, layout, rpc, scenario.forge, say);
   else say("this devnet was built before paid inference: rebuild it with --reset to run the inference phase");
-  return await collectSummary(layout, net.urls);
+  return { ...await collectSummary(layout, net.urls), engine };
 }
 
 /** Builds the devnet if needed and opens it. */

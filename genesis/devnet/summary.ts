@@ -38,6 +38,8 @@ export interface DevnetSummary extends JsonObject {
   balances: { name: string; account: string; balance: number }[];
   /** The paid answers of the inference phase, in question order (empty when it did not run). */
   inference: InferenceOutcome[];
+  /** The validators' consensus engine (set by the scenario). */
+  engine?: "embedded" | "cometbft";
 }
 
 /** One paid answer as the chain settled it. */
@@ -181,7 +183,9 @@ export function formatSummary(s: DevnetSummary): string {
   }
   lines.push(
     s.validators_agree
-      ? `all ${s.app_hashes.length} validators agree on the app hash at height ${s.height}: ${s.app_hash}`
+      ? `all ${s.app_hashes.length} ${
+        s.engine ?? "embedded"
+      } validators agree on the app hash at height ${s.height}: ${s.app_hash}`
       : `validators DISAGREE at height ${s.height}: ${
         s.app_hashes.map((h) => `${h.validator} ${h.app_hash}`).join(", ")
       }`,

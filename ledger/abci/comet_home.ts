@@ -15,7 +15,8 @@
 import { Buffer } from "node:buffer";
 import { type JsonValue, parseJson } from "../../core/canonical.ts";
 import { readSecretFile, writeSecretFile } from "../../core/secret_file.ts";
-import { fromHex } from "../../core/hex.ts";
+import { fromHex, toHex } from "../../core/hex.ts";
+import { MAX_TX_BYTES } from "../../core/limits.ts";
 import { consensusKeyFromSeed, newConsensusSeed } from "../consensus_key.ts";
 import { genesisId, parseGenesis } from "../../genesis/schema.ts";
 import { cometAppState } from "./application.ts";
@@ -96,6 +97,8 @@ log_level = "info"
 [rpc]
 laddr = "tcp://127.0.0.1:${node.rpcPort}"
 cors_allowed_origins = []
+# a base64 upload chunk of the largest transaction must fit in one broadcast request
+max_body_bytes = ${4 * MAX_TX_BYTES}
 
 [p2p]
 laddr = "tcp://127.0.0.1:${node.p2pPort}"
@@ -109,7 +112,7 @@ dial_timeout = "1s"
 
 [mempool]
 size = 5000
-max_tx_bytes = 2097152
+max_tx_bytes = ${MAX_TX_BYTES}
 
 [consensus]
 timeout_propose = ${ms(Math.max(1000, 2 * intervalMs))}
@@ -135,11 +138,8 @@ prometheus = false
  */
 export async function writeCometHomes(genesisPath: string, homes: readonly string[]): Promise<CometNode[]> {
   const genesis = parseJson(await Deno.readTextFile(genesisPath));
-  const g = parseGenesis(genesis);
   const cometGenesisText = JSON.stringify(cometGenesis(genesis), null, 2) + "\n";
-  const ports = await freePorts(2 * homes.length);
-  const nodes: CometNode[] = [];
-  for (const [i, home] of homes.entries()) {
+  for (const home of homes) {
     const dir = cometHomeOf(home);
     try {
       await Deno.stat(`${dir}/config/genesis.json`);
@@ -174,12 +174,26 @@ export async function writeCometHomes(genesisPath: string, homes: readonly strin
       "CometBFT node key",
     );
     await Deno.writeTextFile(`${dir}/config/genesis.json`, cometGenesisText);
-    nodes.push({
-      home,
-      nodeId: nk.address.toLowerCase(),
-      p2pPort: ports[2 * i]!,
-      rpcPort: ports[2 * i + 1]!,
-    });
+  }
+  return await writeCometConfigs(genesisPath, homes);
+}
+
+/**
+ * (Re)writes `config.toml` of every CometBFT home under `homes` with ports free on 127.0.0.1 now and every
+ * other node as a persistent peer (node ids from their `node_key.json`). The devnet calls this at each start,
+ * so a port taken since the last run is never reused.
+ */
+export async function writeCometConfigs(genesisPath: string, homes: readonly string[]): Promise<CometNode[]> {
+  const g = parseGenesis(parseJson(await Deno.readTextFile(genesisPath)));
+  const ports = await freePorts(2 * homes.length);
+  const nodes: CometNode[] = [];
+  for (const [i, home] of homes.entries()) {
+    const nk = JSON.parse(
+      await readSecretFile(`${cometHomeOf(home)}/config/node_key.json`, "CometBFT node key"),
+    );
+    const pub = Buffer.from(nk.priv_key.value, "base64").subarray(32);
+    const nodeId = cometAddress(toHex(new Uint8Array(pub))).toLowerCase();
+    nodes.push({ home, nodeId, p2pPort: ports[2 * i]!, rpcPort: ports[2 * i + 1]! });
   }
   for (const [i, node] of nodes.entries()) {
     const peers = nodes.filter((_, j) => j !== i).map((n) => `${n.nodeId}@127.0.0.1:${n.p2pPort}`).join(",");
