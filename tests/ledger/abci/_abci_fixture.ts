@@ -1,4 +1,8 @@
-/** Shared pieces of the ABCI adapter tests: an app served on a fresh unix socket, and request builders. */
+/**
+ * Shared pieces of the ABCI adapter tests: an app served on a fresh loopback TCP port (the transport the
+ * validator uses with CometBFT, and the one `deno task test`'s `--allow-net=127.0.0.1` permits), and request
+ * builders.
+ */
 import { create } from "@bufbuild/protobuf";
 import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { canonicalBytes } from "../../../core/canonical.ts";
@@ -21,7 +25,7 @@ export interface MisbehaviorInit {
 }
 import { CHAIN } from "../_fixture.ts";
 
-/** An app served over ABCI on a unix socket in a temporary folder. */
+/** An app served over ABCI on 127.0.0.1 at a port the system chose. */
 export interface Served {
   readonly server: AbciServer;
   readonly abci: AbciApplication;
@@ -31,10 +35,9 @@ export interface Served {
 
 /** Serves `app` (closed with the server). */
 export async function serve(app: LedgerApp, maxFrameBytes?: number): Promise<Served> {
-  const dir = await Deno.makeTempDir({ prefix: "abci-test-" });
   const logs: string[] = [];
   const abci = new AbciApplication(app, (l) => logs.push(l));
-  const server = serveAbci({ transport: "unix", path: `${dir}/app.sock` }, (r) => abci.handle(r), {
+  const server = serveAbci({ transport: "tcp", hostname: "127.0.0.1", port: 0 }, (r) => abci.handle(r), {
     log: (l) => logs.push(l),
     ...(maxFrameBytes ? { maxFrameBytes } : {}),
   });
@@ -45,7 +48,6 @@ export async function serve(app: LedgerApp, maxFrameBytes?: number): Promise<Ser
     async close() {
       await server.close();
       app.close();
-      await Deno.remove(dir, { recursive: true });
     },
   };
 }
