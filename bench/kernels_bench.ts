@@ -1,10 +1,13 @@
 /**
  * Kernel benchmarks (`deno task bench`): matmul GFLOP/s for the reference loops, the deterministic
- * WebAssembly SIMD path and onnxruntime-node on one thread (the fast, non-consensus comparison), on the
- * SmolLM2-135M shapes 256×576×576, 256×576×1,536 and 256×576×49,152. Prints a GFLOP/s table at the end.
+ * WebAssembly SIMD path and onnxruntime-node (the fast, non-consensus comparison) on one thread, and the
+ * WebAssembly path and onnxruntime on two threads (`wasm 2t`, `ort 2t`), on the SmolLM2-135M shapes
+ * 256×576×576, 256×576×1,536 and 256×576×49,152. Prints a GFLOP/s table at the end with the ratios
+ * wasm/ort on one thread, wasm/ort on two, and wasm 2 threads / wasm 1 thread (the threads' speed-up).
  *
  * Model-level cases: one devnet training step (8 rows × 64 tokens, one stage) and one SmolLM2-135M-shaped
- * block forward + backward on 256 tokens, on the default (fast, bit-identical) kernels; then peak memory.
+ * block forward + backward on 256 tokens, on the default (fast, bit-identical) kernels on 1 and on 2 threads
+ * (`NEURO_THREADS` never changes a bit, only the time); then peak memory.
  * The reference loops on the 49,152-wide head take several seconds per call, so that one case runs only with
  * `NEURO_BENCH_FULL=1`.
  * @module
@@ -21,7 +24,8 @@ import { rotaryTables } from "../kernels/rotary.ts";
 import type { Tensors } from "../kernels/safetensors.ts";
 import { trainStep } from "../kernels/step.ts";
 import { tensor } from "../kernels/tensor.ts";
-import { wasmMatmulAvailable } from "../kernels/wasm/matmul_wasm.ts";
+import { setKernelThreads } from "../kernels/threads.ts";
+import { wasmMatmul, wasmMatmulAvailable, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 
 type Shape = readonly [number, number, number];
 const SHAPES: readonly Shape[] = [[256, 576, 576], [256, 576, 1536], [256, 576, 49152]];
@@ -46,6 +50,7 @@ function load(): string {
   }
 }
 const loadAtStart = load();
+const threadsReady = await wasmMatmulThreadsReady(2); // start the workers before anything is timed
 
 function filled(n: number, seed: number): Float32Array {
   const x = new Float32Array(n); // deterministic values in [-0.5, 0.5)
@@ -133,38 +138,48 @@ for (const shape of SHAPES) {
     group: label,
     baseline: true,
     ignore: !wasmMatmulAvailable(),
-    fn: timed("wasm", () => matmul(a, b, c, M, K, N, "nn")),
+    fn: timed("wasm", () => wasmMatmul(a, b, c, M, K, N, "nn", 1)),
   });
   Deno.bench({
     name: `matmul wasm nt ${label}`,
     group: label,
     ignore: !wasmMatmulAvailable(),
-    fn: timed("wasm nt", () => matmul(a, b, c, M, K, N, "nt")),
+    fn: timed("wasm nt", () => wasmMatmul(a, b, c, M, K, N, "nt", 1)),
+  });
+  Deno.bench({
+    name: `matmul wasm 2 threads ${label}`,
+    group: label,
+    ignore: !wasmMatmulAvailable(),
+    fn: timed("wasm 2t", () => wasmMatmul(a, b, c, M, K, N, "nn", 2)),
   });
 
   if (ort !== null) {
-    const session = await ort.InferenceSession.create(onnxMatmulModel(M, K, N), {
-      intraOpNumThreads: 1,
-      interOpNumThreads: 1,
-      executionMode: "sequential",
-      graphOptimizationLevel: "all",
-    });
-    const feeds = { A: new ort.Tensor("float32", a, [M, K]), B: new ort.Tensor("float32", b, [K, N]) };
-    const theirs = (await session.run(feeds)).C.data as Float32Array;
-    const ours = new Float32Array(M * N);
-    matmul(a, b, ours, M, K, N, "nn");
-    let worst = 0;
-    for (let i = 0; i < ours.length; i++) worst = Math.max(worst, Math.abs(theirs[i]! - ours[i]!));
-    ortCheck.push(`${label}: max |onnxruntime − deterministic| = ${worst.toExponential(2)}`);
-    Deno.bench({
-      name: `matmul onnxruntime 1 thread ${label}`,
-      group: label,
-      async fn() {
-        const t0 = performance.now();
-        await session.run(feeds);
-        record("onnxruntime", shape, performance.now() - t0);
-      },
-    });
+    for (const threads of [1, 2]) {
+      const session = await ort.InferenceSession.create(onnxMatmulModel(M, K, N), {
+        intraOpNumThreads: threads,
+        interOpNumThreads: 1,
+        executionMode: "sequential",
+        graphOptimizationLevel: "all",
+      });
+      const feeds = { A: new ort.Tensor("float32", a, [M, K]), B: new ort.Tensor("float32", b, [K, N]) };
+      if (threads === 1) {
+        const theirs = (await session.run(feeds)).C.data as Float32Array;
+        const ours = new Float32Array(M * N);
+        matmul(a, b, ours, M, K, N, "nn");
+        let worst = 0;
+        for (let i = 0; i < ours.length; i++) worst = Math.max(worst, Math.abs(theirs[i]! - ours[i]!));
+        ortCheck.push(`${label}: max |onnxruntime − deterministic| = ${worst.toExponential(2)}`);
+      }
+      Deno.bench({
+        name: `matmul onnxruntime ${threads} thread${threads > 1 ? "s" : ""} ${label}`,
+        group: label,
+        async fn() {
+          const t0 = performance.now();
+          await session.run(feeds);
+          record(threads === 1 ? "onnxruntime" : "ort 2t", shape, performance.now() - t0);
+        },
+      });
+    }
   }
 }
 
@@ -196,21 +211,25 @@ function timedModel(name: string, fn: () => void): () => void {
   );
   const labels = ids.map((row) => [...row.slice(1), -100]);
   const partitions = place(model.config, [10 ** 12]);
-  Deno.bench({
-    name: "devnet training step 8x64 tokens",
-    group: "model",
-    fn: timedModel("devnet training step (8×64 tokens, 1 stage)", () => {
-      trainStep({
-        model,
-        manifest,
-        batch: { input_ids: ids, labels },
-        partitions,
-        learningRate: 0.01,
-        clip: 1,
-        step: 0,
-      });
-    }),
-  });
+  for (const threads of [1, 2]) {
+    const suffix = threads === 1 ? "" : `, ${threads} threads`;
+    Deno.bench({
+      name: `devnet training step 8x64 tokens${suffix}`,
+      group: "model",
+      fn: timedModel(`devnet training step (8×64 tokens, 1 stage${suffix})`, () => {
+        setKernelThreads(threads);
+        trainStep({
+          model,
+          manifest,
+          batch: { input_ids: ids, labels },
+          partitions,
+          learningRate: 0.01,
+          clip: 1,
+          step: 0,
+        });
+      }),
+    });
+  }
 }
 
 {
@@ -227,14 +246,18 @@ function timedModel(name: string, fn: () => void): () => void {
   }
   const tables = rotaryTables(T, headDim(c), c.rope_theta);
   const x = filled(B * T * C, 3), dy = filled(B * T * C, 4).map((v) => Math.fround(v / 256)); // x, dy: [B·T, C]
-  Deno.bench({
-    name: "smollm2-135m block forward+backward 256 tokens",
-    group: "model",
-    fn: timedModel("SmolLM2-135M block forward+backward (256 tokens)", () => {
-      const { cache } = blockForward(x, p, c, B, T, tables);
-      blockBackward(dy, cache, p, c, B, T, tables);
-    }),
-  });
+  for (const threads of [1, 2]) {
+    const suffix = threads === 1 ? "" : `, ${threads} threads`;
+    Deno.bench({
+      name: `smollm2-135m block forward+backward 256 tokens${suffix}`,
+      group: "model",
+      fn: timedModel(`SmolLM2-135M block forward+backward (256 tokens${suffix})`, () => {
+        setKernelThreads(threads);
+        const { cache } = blockForward(x, p, c, B, T, tables);
+        blockBackward(dy, cache, p, c, B, T, tables);
+      }),
+    });
+  }
 }
 
 function peakHwm(): string {
@@ -247,11 +270,12 @@ function peakHwm(): string {
 }
 
 globalThis.addEventListener("unload", () => {
-  const paths = ["reference", "wasm", "wasm nt", "onnxruntime"];
+  const paths = ["reference", "wasm", "wasm nt", "onnxruntime", "wasm 2t", "ort 2t"];
+  const ratios = ["wasm/ort", "2t: w/o", "wasm 2t/1t"];
   const lines = [
     "",
-    'matmul GFLOP/s (best call; 2·M·K·N flops; 1 thread; "nn" unless marked)',
-    ["shape".padEnd(16), ...paths.map((p) => p.padStart(12)), "wasm/ort".padStart(10)].join(""),
+    'matmul GFLOP/s (best call; 2·M·K·N flops; 1 thread unless "2t"; "nn" unless marked)',
+    ["shape".padEnd(16), ...paths.map((p) => p.padStart(12)), ...ratios.map((r) => r.padStart(11))].join(""),
   ];
   for (const shape of SHAPES) {
     const flops = 2 * shape[0] * shape[1] * shape[2];
@@ -260,12 +284,24 @@ globalThis.addEventListener("unload", () => {
       return ms === undefined ? undefined : flops / ms / 1e6;
     };
     const cells = paths.map((p) => (rate(p)?.toFixed(1) ?? "-").padStart(12));
-    const w = rate("wasm"), o = rate("onnxruntime");
-    const ratio = w !== undefined && o !== undefined ? (w / o).toFixed(2) : "-";
-    lines.push([shape.join("×").padEnd(16), ...cells, ratio.padStart(10)].join(""));
+    const ratio = (x: string, y: string) => {
+      const u = rate(x), v = rate(y);
+      return (u !== undefined && v !== undefined ? (u / v).toFixed(2) : "-").padStart(11);
+    };
+    const row = [ratio("wasm", "onnxruntime"), ratio("wasm 2t", "ort 2t"), ratio("wasm 2t", "wasm")];
+    lines.push([shape.join("×").padEnd(16), ...cells, ...row].join(""));
   }
-  lines.push("", "model cases (default kernels, 1 thread): best call");
-  for (const [name, ms] of modelMs) lines.push(`  ${name.padEnd(52)} ${ms.toFixed(1).padStart(9)} ms`);
+  lines.push("", "model cases (default kernels): best call");
+  for (const [name, ms] of modelMs) lines.push(`  ${name.padEnd(64)} ${ms.toFixed(1).padStart(9)} ms`);
+  for (const name of [...modelMs.keys()].filter((n) => n.endsWith(", 2 threads)"))) {
+    const one = modelMs.get(name.replace(", 2 threads)", ")"));
+    if (one !== undefined) {
+      lines.push(
+        `  speed-up on 2 threads, ${name.replace(/ \(.*/, "")}: ${(one / modelMs.get(name)!).toFixed(2)}×`,
+      );
+    }
+  }
+  lines.push(`kernel threads ready: ${threadsReady} of 2`);
   lines.push("");
   if (!FULL) {
     lines.push("reference on the 49,152-wide head skipped (several s per call): set NEURO_BENCH_FULL=1");

@@ -102,6 +102,7 @@ export const ERROR_CODES = {
   invalid_batch: "a training batch or response-window setting breaks the window format",
   invalid_source: "a source spec, source file or source row is malformed",
   source_mismatch: "a source file's SHA-256 differs from the one its spec pins",
+  invalid_setting: "a local setting (an environment variable such as NEURO_THREADS) is malformed",
   // Actors and transport (PROTOCOL §12-13).
   conflicting_operation: "an operation id was reused with a different input",
   unauthorized: "the bearer token is missing or wrong",

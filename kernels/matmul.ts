@@ -12,7 +12,9 @@
  * accumulator starting at +0 (so a sum of −0 products is +0, and K = 0 gives +0). `matmulReference` is this
  * definition written as plain loops; the WebAssembly SIMD path (`kernels/wasm/`) is proven bit-identical to
  * it by `tests/kernels/wasm_test.ts` and is used by `matmul` when available and the shape is large enough.
- * Setting the environment variable `NEURO_KERNELS=reference` forces the reference path everywhere.
+ * Setting the environment variable `NEURO_KERNELS=reference` forces the reference path everywhere. On more
+ * than one kernel thread (`NEURO_THREADS`, `kernels/threads.ts`) the WebAssembly path splits the output
+ * columns across threads; each element's sum is still the one above, so the thread count never changes a bit.
  *
  * Shapes: A is M×K, B is K×N, C is M×N, all row-major `Float32Array`s. `layout` says how A and B are stored:
  * its first letter is A's ("n": stored [M,K]; "t": stored [K,M], i.e. transposed), the second is B's

@@ -1,7 +1,7 @@
 /**
  * Assembles WebAssembly text into the committed binary with a pinned `npm:wabt` (see deno.json), with SIMD
- * on and relaxed SIMD off, so a fresh assembly of `matmul.wat` must equal the committed `matmul.wasm` byte for
- * byte. Used by `deno task build:wasm` and by the test that checks the committed binary.
+ * and threads (shared memory) on and relaxed SIMD off, so a fresh assembly of `matmul.wat` must equal the
+ * committed `matmul.wasm` byte for byte. Used by `deno task build:wasm` and by the test that checks the committed binary.
  *
  * @example
  * ```ts
@@ -23,9 +23,10 @@ export const MATMUL_BYTES_TS_URL: URL = new URL("./matmul_wasm_bytes.ts", import
 /** WebAssembly text → binary (no debug names), validated; throws with wabt's message on bad text. */
 export async function assembleWat(text: string, name: string): Promise<Uint8Array> {
   const wabt = await wabtInit();
-  const mod = wabt.parseWat(name, text, { simd: true, relaxed_simd: false });
+  const features = { simd: true, relaxed_simd: false, threads: true };
+  const mod = wabt.parseWat(name, text, features);
   try {
-    mod.validate();
+    (mod.validate as (f: typeof features) => void)(features); // the typings omit validate's features
     const { buffer } = mod.toBinary({ log: false, write_debug_names: false, canonicalize_lebs: true });
     return new Uint8Array(buffer);
   } finally {

@@ -14,8 +14,13 @@
 ;; Assembled by `deno task build:wasm` (npm:wabt, pinned) into matmul.wasm and matmul_wasm_bytes.ts.
 ;; All pointers are byte offsets into the exported memory; the caller (matmul_wasm.ts) lays out the buffers
 ;; and grows the memory. The flags aT / bT are 1 when A is stored [K,M] / B is stored [N,K].
+;;
+;; Threads: the memory is imported and shared, so several instances (one per worker, see kernels/wasm/pool.ts)
+;; run on the same A and B. A call computes only the output columns $jlo ≤ j < $jhi (the caller splits N into
+;; ranges that start on a multiple of 96 = 8 panels), each with its own $pa/$pb/$scr; an output element's k
+;; loop is the same whichever range it falls in, so the split never changes a bit.
 (module
-  (memory (export "memory") 1)
+  (import "env" "memory" (memory 1 65536 shared))
 
   ;; Tile shape, exported so the loader sizes its buffers from the module itself.
   (global $R i32 (i32.const 3))
@@ -218,9 +223,11 @@
       (br $next_g)))
   )
 
-  ;; C[M,N] (row-major at $c) = A·B. $pa holds ceil(M/3)*3*K floats, $pb 8*12*K floats, $scr 36 floats.
+  ;; Columns $jlo ≤ j < min($jhi, N) of C[M,N] (row-major at $c) = A·B; $jlo is a multiple of 12 (of 96 for
+  ;; whole panel groups). $pa holds ceil(M/3)*3*K floats, $pb 8*12*K floats, $scr 36 floats.
   (func (export "matmul") (param $a i32) (param $b i32) (param $c i32) (param $pa i32) (param $pb i32)
     (param $scr i32) (param $M i32) (param $K i32) (param $N i32) (param $aT i32) (param $bT i32)
+    (param $jlo i32) (param $jhi i32)
     (local $j0 i32) (local $i0 i32) (local $pak i32) (local $pbk i32) (local $end i32) (local $pbp i32) (local $g i32)
     (local $row i32) (local $r i32) (local $q i32) (local $nr i32) (local $nc i32)
     (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $bv v128)
@@ -228,9 +235,10 @@
     (local $c10 v128) (local $c11 v128) (local $c12 v128)
     (local $c20 v128) (local $c21 v128) (local $c22 v128)
     (call $pack_a (local.get $a) (local.get $pa) (local.get $M) (local.get $K) (local.get $aT))
-    (local.set $j0 (i32.const 0))
+    (if (i32.gt_u (local.get $jhi) (local.get $N)) (then (local.set $jhi (local.get $N))))
+    (local.set $j0 (local.get $jlo))
     (block $done_j (loop $next_j
-      (br_if $done_j (i32.ge_u (local.get $j0) (local.get $N)))
+      (br_if $done_j (i32.ge_u (local.get $j0) (local.get $jhi)))
       ;; Every 8th panel, pack the next group of 8; $pbp walks the group's panels.
       (if (i32.eqz (local.get $g))
         (then

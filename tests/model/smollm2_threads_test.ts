@@ -1,0 +1,37 @@
+/**
+ * SmolLM2-135M on 1, 2 and 3 kernel threads against the reference loops (NEURO_KERNELS=reference): the logits
+ * of every position of a 24-token prompt have the same SHA-256 and the greedy answer the same ids. Each run is
+ * its own process (`_smollm2_probe.ts`), since the kernel path is chosen once per process. Slow suite only.
+ */
+import assert from "node:assert/strict";
+import { smollm2File } from "./smollm2_file.ts";
+
+const file = await smollm2File();
+const PROBE = new URL("./_smollm2_probe.ts", import.meta.url).pathname;
+
+async function probe(env: Record<string, string>): Promise<Record<string, unknown>> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-env", PROBE, file.path!],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  return JSON.parse(new TextDecoder().decode(out.stdout));
+}
+
+Deno.test({
+  name: "SmolLM2 logits and greedy ids on 1, 2 and 3 threads equal the reference loops bit for bit",
+  ignore: file.path === null,
+  fn: async () => {
+    const reference = await probe({ NEURO_KERNELS: "reference" });
+    const threaded = [];
+    for (const t of ["1", "2", "3"]) threaded.push(await probe({ NEURO_THREADS: t }));
+    console.log(`reference ${JSON.stringify(reference)}; threaded ${JSON.stringify(threaded)}`);
+    assert.deepEqual(threaded.map((r) => r.ready), [1, 2, 3]);
+    for (const r of threaded) {
+      assert.equal(r.logits, reference.logits);
+      assert.deepEqual(r.tokens, reference.tokens);
+    }
+  },
+});
