@@ -1,23 +1,30 @@
 /**
  * What `generate` and `chat` share: loading a stored model and its codec with a progress line, and streaming a
- * greedy reply token by token through the kernels' KV-cache `decode` (the same steps as `generate` in
- * `kernels/generation.ts`, which returns only at the end).
+ * greedy reply token by token. Replies come from draft-and-verify (`kernels/draft_verify.ts`): an int8 copy
+ * of the model drafts a few tokens and the deterministic kernels verify them in one pass, so every token is
+ * exactly the kernels' greedy choice (`generate` in `kernels/generation.ts`); `--no-draft` verifies one token
+ * per pass instead (the same tokens, slower).
  */
 import { ObjectStore } from "../core/object_store.ts";
-import { argmax } from "../kernels/cross_entropy.ts";
-import { headDim } from "../kernels/config.ts";
-import { decode, KvCache } from "../kernels/generation.ts";
+import { type Drafter, Q8Drafter } from "../kernels/draft.ts";
+import { type DraftStats, generateDrafted } from "../kernels/draft_verify.ts";
 import { loadManifest, readComponent } from "../kernels/manifest.ts";
 import type { Model } from "../kernels/model.ts";
-import { rotaryTables } from "../kernels/rotary.ts";
 import type { Tensors } from "../kernels/safetensors.ts";
+import { q8Available } from "../kernels/wasm/draft_wasm.ts";
 import { loadCodec, type TextCodec } from "../text/codec.ts";
 
-/** A loaded model with its codec. */
+/** A loaded model with its codec and, unless drafting is off, its int8 drafter. */
 export interface Session {
   readonly model: Model;
   readonly codec: TextCodec;
+  readonly drafter: Drafter | null;
 }
+
+/** The help lines of the drafting switches, shared by `generate` and `chat`. */
+export const DRAFT_HELP =
+  `  --no-draft         verify one token per pass instead of drafting (the same answer, slower)
+  --draft N          tokens drafted per verification pass (default 6, 1..16)`;
 
 const encoder = new TextEncoder();
 
@@ -26,8 +33,11 @@ export function progress(text: string): void {
   Deno.stderr.writeSync(encoder.encode(text));
 }
 
-/** Loads the model `root` and the codec its manifest names from the object store `objects`. */
-export async function loadSession(objects: string, root: string): Promise<Session> {
+/**
+ * Loads the model `root` and the codec its manifest names from the object store `objects`, and quantises the
+ * drafter when `draft` is true and the model and runtime allow it.
+ */
+export async function loadSession(objects: string, root: string, draft = true): Promise<Session> {
   const store = new ObjectStore(objects);
   const { manifest, config } = await loadManifest(store, root);
   const codec = await loadCodec(store, manifest.tokenizer_root);
@@ -41,34 +51,39 @@ export async function loadSession(objects: string, root: string): Promise<Sessio
   progress(
     `${live ? "\r" : ""}loaded model ${root.slice(0, 12)}… (${manifest.parameters} parameters)       \n`,
   );
-  return { model: { config, components }, codec };
+  const model = { config, components };
+  let drafter: Drafter | null = null;
+  if (draft && q8Available() && Q8Drafter.supports(model)) {
+    drafter = new Q8Drafter(model);
+    progress("prepared the int8 drafter (draft-and-verify; --no-draft turns it off)\n");
+  }
+  return { model, codec, drafter };
 }
 
 /**
- * Greedy reply to `prompt` ids: up to `maxTokens` ids, stopping after the codec's EOS; `onText` receives
- * the decoded text as it becomes complete. Returns the ids (with the EOS when it was generated).
+ * Greedy reply to `prompt` ids: up to `maxTokens` ids (fewer when the model's positions run out), stopping
+ * after the codec's EOS; `onText` receives the decoded text as it becomes complete. Returns the ids (with the
+ * EOS when it was generated) and the drafting figures.
  */
 export function streamReply(
   session: Session,
   prompt: readonly number[],
   maxTokens: number,
   onText: (text: string) => void,
-): number[] {
+  draftK?: number,
+): { ids: number[]; stats: DraftStats } {
   const { model, codec } = session;
-  const c = model.config, V = c.vocab_size, eos = codec.manifest.special_ids.eos;
-  const tables = rotaryTables(c.max_position_embeddings, headDim(c), c.rope_theta);
-  const cache = new KvCache(c);
+  const eos = codec.manifest.special_ids.eos;
   const text = codec.streamDecoder();
-  const ids: number[] = [];
-  let logits = decode(model, cache, prompt, tables);
-  while (ids.length < maxTokens) {
-    const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
-    ids.push(next);
-    if (next === eos) break;
-    onText(text.push(next));
-    if (ids.length === maxTokens || cache.length + 1 > c.max_position_embeddings) break;
-    logits = decode(model, cache, [next], tables);
-  }
+  const room = Math.min(maxTokens, model.config.max_position_embeddings - prompt.length + 1);
+  const { tokens, stats } = generateDrafted(model, prompt, room, {
+    eos,
+    drafter: session.drafter,
+    ...(draftK === undefined ? {} : { k: draftK }),
+    onToken: (id) => {
+      if (id !== eos) onText(text.push(id));
+    },
+  });
   onText(text.end());
-  return ids;
+  return { ids: tokens, stats };
 }

@@ -1,22 +1,17 @@
 /**
  * `deno task build:wasm`: assembles kernels/wasm/matmul.wat into matmul.wasm and matmul_wasm_bytes.ts
- * (the loader's embedded copy). `--check` only compares and exits 1 when the committed files are stale.
+ * (the loader's embedded copy), and kernels/wasm/draft.wat (the drafter's non-consensus int8 kernels) into
+ * draft.wasm and draft_wasm_bytes.ts. `--check` only compares and exits 1 when the committed files are stale.
  * @module
  */
 
 import { parseArgs } from "node:util";
-import {
-  assembleWat,
-  bytesModule,
-  MATMUL_BYTES_TS_URL,
-  MATMUL_WASM_URL,
-  MATMUL_WAT_URL,
-} from "../kernels/wasm/assemble.ts";
+import { assembleWat, bytesModule, WASM_SOURCES } from "../kernels/wasm/assemble.ts";
 
 const HELP = `Usage: deno task build:wasm [--check]
 
-Assembles kernels/wasm/matmul.wat (npm:wabt, pinned in deno.json) into
-kernels/wasm/matmul.wasm and kernels/wasm/matmul_wasm_bytes.ts.
+Assembles kernels/wasm/matmul.wat and kernels/wasm/draft.wat (npm:wabt, pinned in deno.json) into
+kernels/wasm/{matmul,draft}.wasm and kernels/wasm/{matmul,draft}_wasm_bytes.ts.
 
   --check   do not write; exit 1 if the committed files differ from a fresh assembly
   --help    show this help`;
@@ -48,24 +43,30 @@ async function main(): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const wasm = await assembleWat(await Deno.readTextFile(MATMUL_WAT_URL), "matmul.wat");
-  const ts = new TextEncoder().encode(bytesModule(wasm, "kernels/wasm/matmul.wat"));
+  const built: [URL, Uint8Array][] = [];
+  for (const src of WASM_SOURCES) {
+    const name = src.wat.pathname.split("/").pop()!;
+    const wasm = await assembleWat(await Deno.readTextFile(src.wat), name);
+    const ts = bytesModule(wasm, `kernels/wasm/${name}`, src.constant);
+    built.push([src.wasm, wasm], [src.ts, new TextEncoder().encode(ts)]);
+  }
   if (values.check) {
-    const stale = [[MATMUL_WASM_URL, wasm], [MATMUL_BYTES_TS_URL, ts]]
-      .filter(([url, bytes]) => !sameBytes(readOrEmpty(url as URL), bytes as Uint8Array))
-      .map(([url]) => (url as URL).pathname);
+    const stale = built.filter(([url, bytes]) => !sameBytes(readOrEmpty(url), bytes)).map(([url]) =>
+      url.pathname
+    );
     if (stale.length > 0) {
       console.error(
         `Cannot confirm the committed WebAssembly: stale ${stale.join(", ")}; run deno task build:wasm`,
       );
       return 1;
     }
-    console.log(`matmul.wasm is up to date (${wasm.length} bytes)`);
+    console.log(`${WASM_SOURCES.length} WebAssembly modules are up to date`);
     return 0;
   }
-  Deno.writeFileSync(MATMUL_WASM_URL, wasm);
-  Deno.writeFileSync(MATMUL_BYTES_TS_URL, ts);
-  console.log(`wrote ${MATMUL_WASM_URL.pathname} (${wasm.length} bytes) and ${MATMUL_BYTES_TS_URL.pathname}`);
+  for (const [url, bytes] of built) {
+    Deno.writeFileSync(url, bytes);
+    console.log(`wrote ${url.pathname} (${bytes.length} bytes)`);
+  }
   return 0;
 }
 

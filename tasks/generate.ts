@@ -4,9 +4,10 @@
  */
 import { encodePrompt } from "../text/conversation.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
-import { loadSession, streamReply } from "./_model_session.ts";
+import { DRAFT_HELP, loadSession, progress, streamReply } from "./_model_session.ts";
 
 const HELP = `deno task generate --model ROOT --prompt TEXT [--objects DIR] [--max-tokens N]
+                   [--no-draft] [--draft N]
 
 Answer one prompt greedily with a stored model (for example SmolLM2 after \`deno task model:import\`): the
 prompt is one user message rendered with the model's chat template (its default system prompt included),
@@ -17,6 +18,7 @@ Options:
   --prompt TEXT      the user message
   --objects DIR      the object store (default .neuroshard/objects)
   --max-tokens N     at most N new tokens (default 128)
+${DRAFT_HELP}
   -h, --help         show this help`;
 
 async function main(): Promise<void> {
@@ -25,6 +27,8 @@ async function main(): Promise<void> {
     prompt: { type: "string" },
     objects: { type: "string", default: ".neuroshard/objects" },
     "max-tokens": { type: "string", default: "128" },
+    "no-draft": { type: "boolean" },
+    draft: { type: "string", default: "6" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -32,11 +36,22 @@ async function main(): Promise<void> {
   const root = required(values.model, "model");
   const prompt = required(values.prompt, "prompt");
   const maxTokens = integerOption(values["max-tokens"], "max-tokens", { max: 4096 });
-  const session = await loadSession(values.objects, root);
+  const draftK = integerOption(values.draft, "draft", { min: 1, max: 16 });
+  const session = await loadSession(values.objects, root, !values["no-draft"]);
   const ids = encodePrompt(session.codec, [{ role: "user", content: prompt }]);
   const out = new TextEncoder();
-  streamReply(session, ids, maxTokens, (text) => Deno.stdout.writeSync(out.encode(text)));
+  const t0 = performance.now();
+  const { ids: answer, stats } = streamReply(
+    session,
+    ids,
+    maxTokens,
+    (text) => Deno.stdout.writeSync(out.encode(text)),
+    draftK,
+  );
   Deno.stdout.writeSync(out.encode("\n"));
+  const seconds = (performance.now() - t0) / 1000;
+  const rate = stats.drafted === 0 ? "" : `, ${stats.accepted}/${stats.drafted} drafted tokens accepted`;
+  progress(`${answer.length} tokens in ${seconds.toFixed(1)} s (${stats.rounds + 1} passes${rate})\n`);
 }
 
 if (import.meta.main) await runTask("generate", main);

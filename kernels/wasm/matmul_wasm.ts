@@ -12,62 +12,35 @@
  * @module
  */
 
-import { MATMUL_WASM_BASE64 } from "./matmul_wasm_bytes.ts";
 import type { MatmulLayout } from "../matmul.ts";
-import { kernelThreads, MAX_THREADS } from "../threads.ts";
-import { KernelPool } from "./pool.ts";
-
-interface MatmulExports {
-  tile_rows: WebAssembly.Global;
-  tile_cols: WebAssembly.Global;
-  panel_group: WebAssembly.Global;
-  matmul(...args: number[]): void;
-}
-
-interface Loaded {
-  readonly ex: MatmulExports;
-  readonly memory: WebAssembly.Memory;
-  readonly pool: KernelPool;
-}
-
-const PAGE = 65536;
-const MAX_PAGES = 65536;
-const MAX_BYTES = MAX_PAGES * PAGE - PAGE; // keep every byte offset below 2^32 in the module's i32 arithmetic
+import { kernelThreads } from "../threads.ts";
+import { MATMUL_WASM_BASE64 } from "./matmul_wasm_bytes.ts";
+import { decodeBase64 } from "./assemble_base64.ts";
+import {
+  ensureBytes,
+  kernelMemory,
+  MATMUL_KERNEL,
+  type MatmulExports,
+  MAX_BYTES,
+  scratchBase,
+} from "./kernel_memory.ts";
 
 /** Below this many multiply-adds (M·K·N) a call stays on one thread (handing out work costs microseconds). */
 export const THREAD_MIN_WORK = 1 << 18;
 
-let loaded: Loaded | null | undefined;
-
 /** The embedded module's bytes (what `matmul.wasm` holds). */
 export function matmulWasmBytes(): Uint8Array {
-  const bin = atob(MATMUL_WASM_BASE64);
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-  return bytes;
+  return decodeBase64(MATMUL_WASM_BASE64);
 }
 
-function load(): Loaded | null {
-  if (loaded !== undefined) return loaded;
-  try {
-    const module = new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>);
-    const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared: true });
-    const ex = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as MatmulExports;
-    loaded = { ex, memory, pool: new KernelPool(module, memory, MAX_THREADS - 1) };
-  } catch {
-    loaded = null; // no WebAssembly SIMD or shared memory in this runtime: the reference path applies
-  }
-  return loaded;
-}
-
-/** Current size of the module's memory in bytes (0 when unavailable): it grows to the largest call and stays. */
+/** Current size of the kernels' memory in bytes (0 when unavailable): it grows to the largest need and stays. */
 export function wasmMatmulMemoryBytes(): number {
-  return load()?.memory.buffer.byteLength ?? 0;
+  return kernelMemory()?.memory.buffer.byteLength ?? 0;
 }
 
 /** True when the WebAssembly SIMD module instantiated in this runtime. */
 export function wasmMatmulAvailable(): boolean {
-  return load() !== null;
+  return kernelMemory() !== null;
 }
 
 /**
@@ -75,15 +48,15 @@ export function wasmMatmulAvailable(): boolean {
  * share on the calling thread meanwhile, which gives the same bits); returns how many threads are ready.
  */
 export async function wasmMatmulThreadsReady(threads = kernelThreads()): Promise<number> {
-  const l = load();
-  if (l === null) return 1;
-  return 1 + await l.pool.whenReady(threads - 1);
+  const km = kernelMemory();
+  if (km === null) return 1;
+  return 1 + await km.pool.whenReady(threads - 1);
 }
 
 /** Why the kernels run on one thread only (e.g. no read permission for the worker module), or null. */
 export function wasmMatmulThreadsDisabled(): string | null {
-  const l = load();
-  return l === null ? "the WebAssembly module is unavailable" : l.pool.disabled;
+  const km = kernelMemory();
+  return km === null ? "the WebAssembly module is unavailable" : km.pool.disabled;
 }
 
 const al = (n: number) => Math.ceil(n / 4) * 16; // n floats, rounded up to 16 bytes
@@ -91,7 +64,7 @@ const al = (n: number) => Math.ceil(n / 4) * 16; // n floats, rounded up to 16 b
 /** Byte offsets of one call's buffers: A, B, C, then packing buffers for each of `parts` threads. */
 function layoutFor(M: number, K: number, N: number, parts: number, ex: MatmulExports) {
   const R: number = ex.tile_rows.value, W: number = ex.tile_cols.value, G: number = ex.panel_group.value;
-  const a = 0, b = a + al(M * K), c = b + al(K * N), scratch = c + al(M * N);
+  const a = scratchBase(), b = a + al(M * K), c = b + al(K * N), scratch = c + al(M * N);
   const pa = al(Math.ceil(M / R) * R * K), pb = al(G * W * K), scr = al(R * W);
   const per = pa + pb + scr;
   return { a, b, c, scratch, pa, pb, per, end: scratch + parts * per };
@@ -99,9 +72,9 @@ function layoutFor(M: number, K: number, N: number, parts: number, ex: MatmulExp
 
 /** True when a call with these sizes fits the module's 32-bit memory (on one thread). */
 export function wasmMatmulFits(M: number, K: number, N: number): boolean {
-  const l = load();
-  if (l === null) return false;
-  return layoutFor(M, K, N, 1, l.ex).end <= MAX_BYTES;
+  const km = kernelMemory();
+  if (km === null) return false;
+  return layoutFor(M, K, N, 1, km.matmul).end <= MAX_BYTES;
 }
 
 /**
@@ -137,31 +110,31 @@ export function wasmMatmul(
   layout: MatmulLayout,
   threads: number = kernelThreads(),
 ): void {
-  const l = load();
-  if (l === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
+  const km = kernelMemory();
+  if (km === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
   let ranges = columnSplit(M, K, N, threads);
-  if (ranges.length > 1 && l.pool.ready(ranges.length - 1) === 0 && l.pool.disabled !== null) {
+  if (ranges.length > 1 && km.pool.ready(ranges.length - 1) === 0 && km.pool.disabled !== null) {
     ranges = [[0, N]]; // no workers will come: one range avoids packing A again for nothing
   }
-  let at = layoutFor(M, K, N, ranges.length, l.ex);
+  let at = layoutFor(M, K, N, ranges.length, km.matmul);
   if (at.end > MAX_BYTES) {
     ranges = [[0, N]];
-    at = layoutFor(M, K, N, 1, l.ex);
+    at = layoutFor(M, K, N, 1, km.matmul);
   }
   if (at.end > MAX_BYTES) {
     throw new Error(`Cannot run the WebAssembly matmul: it needs ${at.end} bytes, more than ${MAX_BYTES}`);
   }
-  const have = l.memory.buffer.byteLength;
-  if (at.end > have) l.memory.grow(Math.ceil((at.end - have) / PAGE)); // throws RangeError when refused
-  const buf = l.memory.buffer;
+  ensureBytes(km, at.end); // throws RangeError when refused
+  const buf = km.memory.buffer;
   new Float32Array(buf, at.a, M * K).set(a.subarray(0, M * K));
   new Float32Array(buf, at.b, K * N).set(b.subarray(0, K * N));
   const aT = layout[0] === "t" ? 1 : 0, bT = layout[1] === "t" ? 1 : 0;
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
-    return [at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi];
+    return [MATMUL_KERNEL, at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi];
   });
-  if (jobs.length === 1) l.ex.matmul(...jobs[0]!);
-  else l.pool.run(jobs, (args) => l.ex.matmul(...args));
+  const run = (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
+  if (jobs.length === 1) run(jobs[0]!);
+  else km.pool.run(jobs, run);
   out.set(new Float32Array(buf, at.c, M * N));
 }

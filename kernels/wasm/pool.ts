@@ -1,6 +1,7 @@
 /**
- * A small, bounded pool of workers that run the matmul module on one shared WebAssembly memory, so a call
+ * A small, bounded pool of workers that run the kernel modules on one shared WebAssembly memory, so a call
  * can be split by output columns across cores (`matmul_wasm.ts` decides the split; this file only runs it).
+ * A job is `[kernel index, ...i32 arguments]`, the index into the `kernels` the pool was made with.
  *
  * The pool never changes a bit: every job computes whole output elements with the module's one k loop, and
  * which thread computes which columns does not enter any sum. It is lazy (no worker exists before the first
@@ -27,22 +28,30 @@ import {
 
 const WORKER_URL = new URL("./pool_worker.ts", import.meta.url);
 const SPINS = 4096; // polls of the done counter before the calling thread sleeps on it
+/**
+ * The shortest time between two starts of a worker in one slot. Starting a worker blocks the calling thread
+ * until the worker's isolate exists (tens of milliseconds, far more on a loaded machine), so a slot whose
+ * worker exited is refilled at most this often.
+ */
+const RESPAWN_MS = 5000;
 
-/** Runs jobs (13 i32 arguments of the module's `matmul` each) on the calling thread and up to `size` workers. */
+/** Runs jobs (a kernel index and its i32 arguments each) on the calling thread and up to `size` workers. */
 export class KernelPool {
   readonly #ctl: Int32Array;
   readonly #started: boolean[];
+  readonly #spawnedAt: number[];
   #disabled: string | null = null;
 
   /** `size` is the most workers the pool will ever run (the calling thread is not counted). */
   constructor(
-    readonly module: WebAssembly.Module,
+    readonly kernels: readonly (readonly [WebAssembly.Module, string])[],
     readonly memory: WebAssembly.Memory,
     readonly size: number,
   ) {
     this.#ctl = new Int32Array(new SharedArrayBuffer(4 * (1 + size * SLOT_WORDS)));
     for (let s = 0; s < size; s++) this.#ctl[slotBase(s)] = CLOSED;
     this.#started = new Array(size).fill(false);
+    this.#spawnedAt = new Array(size).fill(-Infinity);
   }
 
   /** Why workers are not used (null while they may be), e.g. no read permission for the worker module. */
@@ -91,6 +100,7 @@ export class KernelPool {
         const state = Atomics.load(ctl, s);
         if (state === CLOSED) this.#spawn(slot);
         if (state !== IDLE) continue;
+        ctl.fill(0, s + 1, s + SLOT_WORDS);
         ctl.set(jobs[j]!, s + 1); // the worker reads its arguments only after it sees WORK
         if (Atomics.compareExchange(ctl, s, IDLE, WORK) === IDLE) {
           Atomics.notify(ctl, s);
@@ -136,8 +146,10 @@ export class KernelPool {
       }
       this.#started[slot] = true;
     }
-    const s = slotBase(slot);
+    const s = slotBase(slot), now = performance.now();
+    if (now - this.#spawnedAt[slot]! < RESPAWN_MS) return;
     if (Atomics.compareExchange(this.#ctl, s, CLOSED, STARTING) !== CLOSED) return;
+    this.#spawnedAt[slot] = now;
     const worker = new Worker(WORKER_URL, { type: "module" });
     worker.onerror = (e) => {
       e.preventDefault();
@@ -145,7 +157,7 @@ export class KernelPool {
       Atomics.store(this.#ctl, s, FAILED);
     };
     const start: WorkerStart = {
-      module: this.module,
+      kernels: this.kernels,
       memory: this.memory,
       control: this.#ctl.buffer as SharedArrayBuffer,
       slot,

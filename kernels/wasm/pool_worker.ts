@@ -1,22 +1,33 @@
 /**
- * A kernels worker (started by `pool.ts`): instantiates the matmul module on the shared memory, marks its
- * slot IDLE, then runs each job it is given — the export `matmul` on the slot's 13 arguments, a range of
- * output columns — until it has been idle for `IDLE_MS`, when it swaps its slot to CLOSED and exits.
+ * A kernels worker (started by `pool.ts`): instantiates each kernel module on the shared memory, marks its
+ * slot IDLE, then runs each job it is given — the function the slot's index names, on the slot's arguments
+ * (e.g. a range of output columns of a matmul) — until it has been idle for `IDLE_MS`, when it swaps its
+ * slot to CLOSED and exits.
  * It only reads and writes the shared memory; it needs no permissions.
  * @module
  */
 /// <reference lib="deno.worker" />
 
-import { CLOSED, DONE, FAILED, IDLE, IDLE_MS, slotBase, WORK, type WorkerStart } from "./pool_protocol.ts";
+import {
+  CLOSED,
+  DONE,
+  FAILED,
+  IDLE,
+  IDLE_MS,
+  JOB_ARGS,
+  slotBase,
+  WORK,
+  type WorkerStart,
+} from "./pool_protocol.ts";
 
-interface Kernel {
-  matmul(...args: number[]): void;
-}
+type Kernel = (...args: number[]) => void;
 
 self.onmessage = (e: MessageEvent<WorkerStart>) => {
-  const { module, memory, control, slot } = e.data;
+  const { kernels, memory, control, slot } = e.data;
   const ctl = new Int32Array(control), s = slotBase(slot);
-  const kernel = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Kernel;
+  const fns = kernels.map(([module, name]) =>
+    new WebAssembly.Instance(module, { env: { memory } }).exports[name] as unknown as Kernel
+  );
   Atomics.store(ctl, s, IDLE);
   Atomics.notify(ctl, s);
   for (;;) {
@@ -29,7 +40,7 @@ self.onmessage = (e: MessageEvent<WorkerStart>) => {
     if (state !== WORK) continue; // spurious wake-up
     let next = IDLE;
     try {
-      kernel.matmul(...Array.from(ctl.subarray(s + 1, s + 14)));
+      fns[ctl[s + 1]!]!(...Array.from(ctl.subarray(s + 2, s + 2 + JOB_ARGS)));
     } catch {
       next = FAILED;
     }

@@ -14,6 +14,7 @@ import {
   MATMUL_BYTES_TS_URL,
   MATMUL_WASM_URL,
   MATMUL_WAT_URL,
+  WASM_SOURCES,
 } from "../../kernels/wasm/assemble.ts";
 import {
   adversarial,
@@ -30,6 +31,16 @@ Deno.test("the committed matmul.wasm and its embedded copy equal a fresh assembl
   assert.deepEqual(Deno.readFileSync(MATMUL_WASM_URL), fresh);
   assert.deepEqual(matmulWasmBytes(), fresh);
   assert.equal(await Deno.readTextFile(MATMUL_BYTES_TS_URL), bytesModule(fresh, "kernels/wasm/matmul.wat"));
+  for (const src of WASM_SOURCES) {
+    const name = src.wat.pathname.split("/").pop()!;
+    const bytes = await assembleWat(await Deno.readTextFile(src.wat), name);
+    assert.deepEqual(Deno.readFileSync(src.wasm), bytes, name);
+    assert.equal(
+      await Deno.readTextFile(src.ts),
+      bytesModule(bytes, `kernels/wasm/${name}`, src.constant),
+      name,
+    );
+  }
 });
 
 Deno.test("matmul.wat uses f32x4 mul and add only: no fused multiply-add, no relaxed SIMD", async () => {

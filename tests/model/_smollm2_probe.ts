@@ -1,13 +1,16 @@
 /**
  * Test helper run as a subprocess by the SmolLM2 parity tests: loads the GGUF given as the first argument and
  * prints one JSON line with the SHA-256 of the logits of a 24-token prompt (every position), the greedy answer
- * (ids) to it and the kernel threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the
- * process was given.
+ * (16 ids and the SHA-256 of their logits) from `generate`, from draft-and-verify with the int8 drafter and
+ * with a deliberately wrong drafter (every third proposal changed), the drafting figures, and the kernel
+ * threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
  */
 import { sha256Hex } from "../../core/digest.ts";
 import { readGguf } from "../../kernels/gguf.ts";
 import { modelFromGguf } from "../../kernels/gguf_model.ts";
-import { forwardLogits, generate } from "../../kernels/generation.ts";
+import { type Drafter, Q8Drafter } from "../../kernels/draft.ts";
+import { generateDrafted } from "../../kernels/draft_verify.ts";
+import { forwardLogits, generate, type Generation } from "../../kernels/generation.ts";
 import { kernelThreads } from "../../kernels/threads.ts";
 import { wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
 
@@ -42,9 +45,23 @@ export const PROBE_PROMPT = [
 const ready = await wasmMatmulThreadsReady(kernelThreads());
 const model = modelFromGguf(readGguf(await Deno.readFile(Deno.args[0]!)));
 const logits = forwardLogits(model, PROBE_PROMPT);
-const answer = generate(model, PROBE_PROMPT, 8);
+const root = (x: Float32Array) => sha256Hex(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
+const answer = (g: Generation) => ({
+  tokens: g.tokens,
+  logits: sha256Hex(new Uint8Array(g.logits.flatMap((l) => [...new Uint8Array(l.slice().buffer)]))),
+});
+const q8 = new Q8Drafter(model);
+let n = 0;
+const wrong: Drafter = {
+  draft: (cache, next, k) => q8.draft(cache, next, k).map((id) => (++n % 3 === 0 ? (id + 1) % 49152 : id)),
+};
+const drafted = generateDrafted(model, PROBE_PROMPT, 16, { drafter: q8 });
+const perturbed = generateDrafted(model, PROBE_PROMPT, 16, { drafter: wrong });
 console.log(JSON.stringify({
-  logits: sha256Hex(new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength)),
-  tokens: answer.tokens,
+  logits: root(logits),
+  greedy: answer(generate(model, PROBE_PROMPT, 16)),
+  drafted: answer(drafted),
+  perturbed: answer(perturbed),
+  stats: { drafted: drafted.stats, perturbed: perturbed.stats },
   ready,
 }));

@@ -54,6 +54,25 @@ Deno.test("generate streams exactly the kernels' greedy answer to a one-message 
   });
 });
 
+Deno.test("generate with and without drafting streams the same answer; a bad --draft is a usage error", async () => {
+  await tempDir(async (dir) => {
+    const { model } = await importTiny(dir);
+    const args = ["--model", model, "--objects", `${dir}/objects`, "--prompt", "a", "--max-tokens", "6"];
+    const [drafted, plain] = await Promise.all([
+      runTaskFile("generate.ts", [...args, "--draft", "3"]),
+      runTaskFile("generate.ts", [...args, "--no-draft"]),
+    ]);
+    assert.equal(drafted.code, 0, drafted.stderr);
+    assert.equal(drafted.stdout, plain.stdout);
+    assert.match(plain.stderr, /\d+ tokens in [0-9.]+ s \(\d+ passes\)/);
+    for (const bad of ["0", "17", "x"]) {
+      const r = await runTaskFile("generate.ts", [...args, "--draft", bad]);
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /error: --draft is .*, expected an integer from 1 to 16/);
+    }
+  });
+});
+
 Deno.test("generate refuses bad options and unknown models with clear errors", async () => {
   await tempDir(async (dir) => {
     const noModel = await runTaskFile("generate.ts", ["--prompt", "a"]);
@@ -118,6 +137,30 @@ Deno.test({
         "What is the capital of France?",
       ]);
       assert.equal(one.stdout, "The capital of France is Paris.\n");
+      assert.match(one.stderr, /prepared the int8 drafter/);
+      const accepted = /(\d+)\/(\d+) drafted tokens accepted/.exec(one.stderr);
+      assert.ok(accepted !== null && Number(accepted[2]) > 0, one.stderr);
+      console.log(`draft-and-verify on SmolLM2: ${accepted[0]}`);
+      const long = [
+        "--model",
+        model,
+        "--objects",
+        dir,
+        "--prompt",
+        "Write a short poem about the sea.",
+        "--max-tokens",
+        "48",
+      ];
+      const drafted = await runTaskFile("generate.ts", long);
+      const plain = await runTaskFile("generate.ts", [...long, "--no-draft"]);
+      assert.equal(drafted.code, 0, drafted.stderr);
+      assert.equal(drafted.stdout, plain.stdout); // the same greedy answer, token for token
+      assert.doesNotMatch(plain.stderr, /drafter|drafted/);
+      console.log(
+        `poem, drafted: ${drafted.stderr.trim().split("\n").pop()}; plain: ${
+          plain.stderr.trim().split("\n").pop()
+        }`,
+      );
       const chat = await runTaskFile(
         "chat.ts",
         ["--model", model, "--objects", dir, "--max-tokens", "32"],

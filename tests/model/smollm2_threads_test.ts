@@ -1,7 +1,9 @@
 /**
  * SmolLM2-135M on 1, 2 and 3 kernel threads against the reference loops (NEURO_KERNELS=reference): the logits
- * of every position of a 24-token prompt have the same SHA-256 and the greedy answer the same ids. Each run is
- * its own process (`_smollm2_probe.ts`), since the kernel path is chosen once per process. Slow suite only.
+ * of every position of a 24-token prompt have the same SHA-256, and the greedy answer — from `generate`, from
+ * draft-and-verify with the int8 drafter and with a deliberately wrong drafter — the same ids and logits.
+ * Each run is its own process (`_smollm2_probe.ts`), since the kernel path is chosen once per process. Slow
+ * suite only.
  */
 import assert from "node:assert/strict";
 import { smollm2File } from "./smollm2_file.ts";
@@ -21,7 +23,8 @@ async function probe(env: Record<string, string>): Promise<Record<string, unknow
 }
 
 Deno.test({
-  name: "SmolLM2 logits and greedy ids on 1, 2 and 3 threads equal the reference loops bit for bit",
+  name:
+    "SmolLM2 logits and greedy answers (plain, drafted, wrongly drafted) on 1-3 threads equal the reference bit for bit",
   ignore: file.path === null,
   fn: async () => {
     const reference = await probe({ NEURO_KERNELS: "reference" });
@@ -29,9 +32,15 @@ Deno.test({
     for (const t of ["1", "2", "3"]) threaded.push(await probe({ NEURO_THREADS: t }));
     console.log(`reference ${JSON.stringify(reference)}; threaded ${JSON.stringify(threaded)}`);
     assert.deepEqual(threaded.map((r) => r.ready), [1, 2, 3]);
+    for (const r of [reference, ...threaded]) {
+      assert.deepEqual(r.drafted, reference.greedy);
+      assert.deepEqual(r.perturbed, reference.greedy);
+    }
     for (const r of threaded) {
       assert.equal(r.logits, reference.logits);
-      assert.deepEqual(r.tokens, reference.tokens);
+      assert.deepEqual(r.greedy, reference.greedy);
     }
+    const stats = reference.stats as { drafted: { drafted: number; accepted: number } };
+    assert.ok(stats.drafted.accepted > 0, JSON.stringify(stats));
   },
 });

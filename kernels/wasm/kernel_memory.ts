@@ -1,0 +1,98 @@
+/**
+ * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
+ * on more cores: the deterministic matmul (`matmul.wat`, kernel 0) and the drafter's non-consensus int8
+ * kernels (`draft.wat`, kernel 1). Both are compiled synchronously from embedded bytes, so loading needs no
+ * permissions.
+ *
+ * The memory starts with a resident region — long-lived buffers such as the drafter's quantised weights,
+ * handed out by `allocResident` and never freed — followed by the scratch space of each call. The memory
+ * only grows (up to 4 GiB); views made before a growth stay valid, since shared memory is never detached.
+ * @module
+ */
+
+import { MAX_THREADS } from "../threads.ts";
+import { decodeBase64 } from "./assemble_base64.ts";
+import { DRAFT_WASM_BASE64 } from "./draft_wasm_bytes.ts";
+import { MATMUL_WASM_BASE64 } from "./matmul_wasm_bytes.ts";
+import { KernelPool } from "./pool.ts";
+
+/** Index of the matmul kernel in pool jobs. */
+export const MATMUL_KERNEL = 0;
+/** Index of the drafter's int8 matrix-vector kernel in pool jobs. */
+export const Q8_MATVEC_KERNEL = 1;
+
+/** The loaded memory, the calling thread's instances and the pool. */
+export interface KernelMemory {
+  readonly memory: WebAssembly.Memory;
+  readonly pool: KernelPool;
+  readonly matmul: MatmulExports;
+  readonly draft: DraftExports;
+}
+
+/** What `matmul.wat` exports. */
+export interface MatmulExports {
+  tile_rows: WebAssembly.Global;
+  tile_cols: WebAssembly.Global;
+  panel_group: WebAssembly.Global;
+  matmul(...args: number[]): void;
+}
+
+/** What `draft.wat` exports. */
+export interface DraftExports {
+  q8_matvec(...args: number[]): void;
+}
+
+/** Bytes in a WebAssembly page. */
+export const PAGE = 65536;
+const MAX_PAGES = 65536;
+/** The largest end offset of any buffer: keeps every byte offset below 2^32 in the modules' i32 arithmetic. */
+export const MAX_BYTES = MAX_PAGES * PAGE - PAGE;
+
+let loaded: KernelMemory | null | undefined;
+let residentEnd = 0;
+
+/** The kernels' memory and modules, or null when this runtime lacks WebAssembly SIMD or shared memory. */
+export function kernelMemory(): KernelMemory | null {
+  if (loaded !== undefined) return loaded;
+  try {
+    const matmul = new WebAssembly.Module(decodeBase64(MATMUL_WASM_BASE64));
+    const draft = new WebAssembly.Module(decodeBase64(DRAFT_WASM_BASE64));
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared: true });
+    const env = { env: { memory } };
+    loaded = {
+      memory,
+      pool: new KernelPool([[matmul, "matmul"], [draft, "q8_matvec"]], memory, MAX_THREADS - 1),
+      matmul: new WebAssembly.Instance(matmul, env).exports as unknown as MatmulExports,
+      draft: new WebAssembly.Instance(draft, env).exports as unknown as DraftExports,
+    };
+  } catch {
+    loaded = null; // no WebAssembly SIMD or shared memory in this runtime: the reference path applies
+  }
+  return loaded;
+}
+
+/** Grows the memory to at least `end` bytes; throws RangeError when the memory cannot grow. */
+export function ensureBytes(km: KernelMemory, end: number): void {
+  if (end > MAX_BYTES) {
+    throw new RangeError(`Cannot grow the kernel memory to ${end} bytes: at most ${MAX_BYTES}`);
+  }
+  const have = km.memory.buffer.byteLength;
+  if (end > have) km.memory.grow(Math.ceil((end - have) / PAGE));
+}
+
+/** Where each call's scratch space begins: after every resident buffer, 64-byte aligned. */
+export function scratchBase(): number {
+  return residentEnd;
+}
+
+/**
+ * Reserves `bytes` of the resident region (64-byte aligned; never freed) and returns its byte offset.
+ * Throws RangeError when the memory cannot hold it.
+ */
+export function allocResident(km: KernelMemory, bytes: number): number {
+  const at = residentEnd;
+  const end = at + Math.ceil(bytes / 64) * 64;
+  ensureBytes(km, end);
+  residentEnd = end;
+  return at;
+}
