@@ -36,11 +36,27 @@ export function embeddingForward(weight: Float32Array, ids: Int32Array, V: numbe
  * float32 after every addition: dy [N,C] → dWeight [V,C].
  */
 export function embeddingBackward(dy: Float32Array, ids: Int32Array, V: number, C: number): Float32Array {
-  checkIds(ids, V);
   const dw = new Float32Array(V * C); // dw: [V,C]
-  for (let t = 0; t < ids.length; t++) {
-    const row = ids[t]! * C;
-    for (let c = 0; c < C; c++) dw[row + c] = Math.fround(dw[row + c]! + dy[t * C + c]!);
-  }
+  for (const [id, row] of embeddingBackwardRows(dy, ids, V, C)) dw.set(row, id * C);
   return dw;
+}
+
+/**
+ * The rows of `embeddingBackward` that can be non-zero (one per distinct id, in order of first use), the same
+ * bits without the [V,C] array; every other row of the dense gradient is +0.
+ */
+export function embeddingBackwardRows(
+  dy: Float32Array,
+  ids: Int32Array,
+  V: number,
+  C: number,
+): Map<number, Float32Array> {
+  checkIds(ids, V);
+  const rows = new Map<number, Float32Array>();
+  for (let t = 0; t < ids.length; t++) {
+    let row = rows.get(ids[t]!);
+    if (row === undefined) rows.set(ids[t]!, row = new Float32Array(C)); // starts at +0
+    for (let c = 0; c < C; c++) row[c] = Math.fround(row[c]! + dy[t * C + c]!);
+  }
+  return rows;
 }

@@ -30,10 +30,6 @@ export type TensorSpec = Record<string, readonly number[]>;
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-function sortedNames(tensors: Tensors): string[] {
-  return Object.keys(tensors).sort(compareCodePoints);
-}
-
 function headerText(
   entries: { name: string; shape: readonly number[]; begin: number; end: number }[],
 ): string {
@@ -50,9 +46,16 @@ function asciiOnly(name: string): boolean {
   return /^[\x21-\x7e]+$/.test(name) && !name.includes('"') && !name.includes("\\");
 }
 
-/** The canonical safetensors bytes of `tensors`; `non_finite_tensor` if any value is NaN or infinite. */
-export function writeSafetensors(tensors: Tensors): Uint8Array {
-  const names = sortedNames(tensors);
+interface Layout {
+  readonly names: string[];
+  readonly header: Uint8Array;
+  readonly begins: number[]; // byte offset of each tensor's data in the file
+  readonly size: number; // bytes of the whole file
+}
+
+/** The canonical layout of tensors with these shapes (names sorted, data after the padded header). */
+function layoutOf(shapes: Record<string, readonly number[]>): Layout {
+  const names = Object.keys(shapes).sort(compareCodePoints);
   const entries = [];
   let offset = 0;
   for (const name of names) {
@@ -62,37 +65,73 @@ export function writeSafetensors(tensors: Tensors): Uint8Array {
         `Cannot write safetensors: tensor name ${JSON.stringify(name)}`,
       );
     }
-    const t = tensors[name]!;
-    const n = sizeOf(t.shape);
-    if (t.data.length !== n) {
-      throw new ProtocolError(
-        "invalid_tensor",
-        `Cannot write ${name}: ${t.data.length} values for [${t.shape}]`,
-      );
-    }
-    assertFinite(t.data, `tensor ${name}`);
-    entries.push({ name, shape: t.shape, begin: offset, end: offset + 4 * n });
+    const shape = shapes[name]!, n = sizeOf(shape);
+    entries.push({ name, shape, begin: offset, end: offset + 4 * n });
     offset += 4 * n;
   }
   const header = new TextEncoder().encode(headerText(entries));
   if (header.length > MAX_SAFETENSORS_HEADER) {
     throw new ProtocolError("invalid_tensor", `Cannot write safetensors: header is ${header.length} bytes`);
   }
-  const out = new Uint8Array(8 + header.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(header.length), true);
-  out.set(header, 8);
-  let at = 8 + header.length;
-  for (const name of names) {
-    const data = tensors[name]!.data;
+  const start = 8 + header.length;
+  return { names, header, begins: entries.map((e) => start + e.begin), size: start + offset };
+}
+
+function headed(layout: Layout): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(layout.size);
+  new DataView(out.buffer).setBigUint64(0, BigInt(layout.header.length), true);
+  out.set(layout.header, 8);
+  return out;
+}
+
+/** The canonical safetensors bytes of `tensors`; `non_finite_tensor` if any value is NaN or infinite. */
+export function writeSafetensors(tensors: Tensors): Uint8Array {
+  const shapes: Record<string, readonly number[]> = {};
+  for (const [name, t] of Object.entries(tensors)) {
+    if (t.data.length !== sizeOf(t.shape)) {
+      throw new ProtocolError(
+        "invalid_tensor",
+        `Cannot write ${name}: ${t.data.length} values for [${t.shape}]`,
+      );
+    }
+    shapes[name] = t.shape;
+  }
+  const layout = layoutOf(shapes);
+  for (const name of layout.names) assertFinite(tensors[name]!.data, `tensor ${name}`);
+  const out = headed(layout);
+  layout.names.forEach((name, i) => {
+    const data = tensors[name]!.data, at = layout.begins[i]!;
     if (LITTLE_ENDIAN) {
       out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at);
     } else {
       const view = new DataView(out.buffer, at, data.byteLength);
       for (let i = 0; i < data.length; i++) view.setFloat32(4 * i, data[i]!, true);
     }
-    at += data.byteLength;
-  }
+  });
   return out;
+}
+
+/** True when `allocSafetensors` can hand out float32 views into file bytes (a little-endian host). */
+export const VIEWS_IN_FILES: boolean = LITTLE_ENDIAN;
+
+/**
+ * The bytes of a canonical safetensors file for tensors of these shapes, with each tensor's data a
+ * `Float32Array` view into those bytes (all +0 until written): filling the views fills the file, with no
+ * second copy. The bytes equal `writeSafetensors` of the same tensors once every value is finite; the caller
+ * checks that. Needs a little-endian host (`VIEWS_IN_FILES`); throws `invalid_tensor` on a bad name.
+ */
+export function allocSafetensors(
+  shapes: Record<string, readonly number[]>,
+): { bytes: Uint8Array; tensors: Tensors } {
+  if (!LITTLE_ENDIAN) throw new Error("Cannot view float32 data in a safetensors file on a big-endian host");
+  const layout = layoutOf(shapes);
+  const bytes = headed(layout);
+  const tensors: Tensors = {};
+  layout.names.forEach((name, i) => {
+    const shape = [...shapes[name]!];
+    tensors[name] = { shape, data: new Float32Array(bytes.buffer, layout.begins[i]!, sizeOf(shape)) };
+  });
+  return { bytes, tensors };
 }
 
 /** The root of a set of tensors: SHA-256 of its canonical file. */

@@ -24,7 +24,7 @@
 import { compareCodePoints } from "../core/canonical.ts";
 import { blockBackward, type BlockCache, blockForward } from "./block.ts";
 import type { ModelConfig } from "./config.ts";
-import { embeddingBackward, embeddingForward } from "./embedding.ts";
+import { embeddingBackwardRows, embeddingForward } from "./embedding.ts";
 import type { HeadResult } from "./head.ts";
 import { blockIndex, EMBED_TENSOR, NORM_TENSOR } from "./model.ts";
 import type { RotaryTables } from "./rotary.ts";
@@ -68,6 +68,20 @@ export function stageForward(
   return { output: x, caches };
 }
 
+/** How `stageBackward` may save memory (a training step uses both; a referee's replay neither). */
+export interface BackwardOptions {
+  /**
+   * Called with each component's gradient as soon as it exists; what it returns is kept instead (e.g. the
+   * same values in the buffer of the file they will be written to), so the original can be dropped.
+   */
+  readonly keep?: (name: string, grads: Tensors) => Tensors;
+  /**
+   * When true, the forward's block caches are dropped as they are used and the head's embedding gradient is
+   * added into in place: neither can be used again afterwards.
+   */
+  readonly consume?: boolean;
+}
+
 /** Runs a stage backward from the gradient of its output; `head` is required on stage 0. */
 export function stageBackward(
   shape: StepShape,
@@ -76,8 +90,10 @@ export function stageBackward(
   forward: StageForward,
   gradientOut: Float32Array,
   head: HeadResult | null,
+  options: BackwardOptions = {},
 ): { gradientIn: Float32Array | null; grads: Record<string, Tensors> } {
   const { config: c, B, T } = shape;
+  const keep = options.keep ?? ((_: string, g: Tensors) => g);
   assertFinite(gradientOut, "stage output gradient");
   const grads: Record<string, Tensors> = {};
   const blocks = partition.filter((n) => blockIndex(n) >= 0);
@@ -85,16 +101,25 @@ export function stageBackward(
   for (let i = blocks.length - 1; i >= 0; i--) {
     const name = blocks[i]!;
     const r = blockBackward(dy, forward.caches[i]!, components[name]!, c, B, T, shape.tables);
-    grads[name] = r.grads;
+    if (options.consume) (forward.caches as (BlockCache | undefined)[])[i] = undefined;
+    grads[name] = keep(name, r.grads);
     dy = r.dx;
   }
   if (!partition.includes("embed")) return { gradientIn: dy, grads };
-  const lookup = embeddingBackward(dy, shape.ids, c.vocab_size, c.hidden_size); // lookup: [V,C]
-  const dEmbed = new Float32Array(lookup.length); // dEmbed: [V,C]
-  for (let i = 0; i < lookup.length; i++) dEmbed[i] = Math.fround(head!.dEmbed[i]! + lookup[i]!);
+  // dEmbed = head's part + the lookup's part, element by element (a row no id used adds +0).
+  const C = c.hidden_size, fromHead = head!.dEmbed;
+  const rows = embeddingBackwardRows(dy, shape.ids, c.vocab_size, C);
+  const dEmbed = options.consume ? fromHead : new Float32Array(fromHead.length); // dEmbed: [V,C]
+  for (const [id, row] of rows) {
+    for (let j = 0; j < C; j++) dEmbed[id * C + j] = Math.fround(fromHead[id * C + j]! + row[j]!);
+  }
+  for (let r = 0; r < c.vocab_size; r++) {
+    if (rows.has(r)) continue;
+    for (let j = r * C; j < (r + 1) * C; j++) dEmbed[j] = Math.fround(fromHead[j]! + 0); // −0 becomes +0
+  }
   assertFinite(dEmbed, "embedding gradient");
-  grads.embed = { [EMBED_TENSOR]: { shape: [c.vocab_size, c.hidden_size], data: dEmbed } };
-  grads.norm = { [NORM_TENSOR]: { shape: [c.hidden_size], data: head!.dNorm } };
+  grads.embed = keep("embed", { [EMBED_TENSOR]: { shape: [c.vocab_size, C], data: dEmbed } });
+  grads.norm = keep("norm", { [NORM_TENSOR]: { shape: [C], data: head!.dNorm } });
   return { gradientIn: null, grads };
 }
 
@@ -126,13 +151,37 @@ export function applyUpdate(
   learningRate: number,
   scale: number,
 ): Record<string, Tensors> {
+  return sgd(partition, components, grads, learningRate, scale, (g) => new Float32Array(g.length));
+}
+
+/**
+ * `applyUpdate` written into the gradients' own arrays (each new value replaces the gradient it came from):
+ * the same bits with no new arrays. The gradients are gone afterwards; the returned tensors are those arrays.
+ */
+export function applyUpdateInPlace(
+  partition: readonly string[],
+  components: Record<string, Tensors>,
+  grads: Record<string, Tensors>,
+  learningRate: number,
+  scale: number,
+): Record<string, Tensors> {
+  return sgd(partition, components, grads, learningRate, scale, (g) => g);
+}
+
+function sgd(
+  partition: readonly string[],
+  components: Record<string, Tensors>,
+  grads: Record<string, Tensors>,
+  learningRate: number,
+  scale: number,
+  target: (g: Float32Array) => Float32Array,
+): Record<string, Tensors> {
   const eta = Math.fround(learningRate * scale);
   const out: Record<string, Tensors> = {};
   for (const name of partition) {
     const updated: Tensors = {};
     for (const [t, p] of Object.entries(components[name]!)) {
-      const g = grads[name]![t]!.data;
-      const data = new Float32Array(p.data.length);
+      const g = grads[name]![t]!.data, data = target(g);
       for (let i = 0; i < data.length; i++) data[i] = Math.fround(p.data[i]! - Math.fround(eta * g[i]!));
       assertFinite(data, `updated ${name} ${t}`);
       updated[t] = { shape: [...p.shape], data };

@@ -16,13 +16,20 @@ import { id, sha256Hex } from "../core/digest.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { type Batch, batchArrays, validateBatch } from "./batch.ts";
 import { headDim } from "./config.ts";
-import { headForwardBackward } from "./head.ts";
+import { headForwardBackward, type HeadResult } from "./head.ts";
 import type { Manifest } from "./manifest.ts";
 import type { Model } from "./model.ts";
 import { rotaryTables } from "./rotary.ts";
-import { type Tensors, writeSafetensors, writeValue } from "./safetensors.ts";
+import {
+  allocSafetensors,
+  type Tensors,
+  VIEWS_IN_FILES,
+  writeSafetensors,
+  writeValue,
+} from "./safetensors.ts";
 import {
   applyUpdate,
+  applyUpdateInPlace,
   clipScale,
   normSquared,
   stageBackward,
@@ -74,7 +81,7 @@ export function trainStep(input: StepInput): StepOutput {
   const batchRoot = put(canonicalBytes(batch));
   const S = partitions.length;
 
-  const forwards: StageForward[] = [];
+  const forwards: (StageForward | undefined)[] = [];
   const outputs: string[] = [];
   let x: Float32Array | null = null;
   for (let i = 0; i < S; i++) {
@@ -82,8 +89,30 @@ export function trainStep(input: StepInput): StepOutput {
     x = forwards[i]!.output;
     outputs[i] = put(writeValue({ shape: act, data: x }));
   }
-  const head = headForwardBackward(x!, labels, model.components.norm!, model.components.embed!, c, B * T);
+  let head: HeadResult | null = headForwardBackward(
+    x!,
+    labels,
+    model.components.norm!,
+    model.components.embed!,
+    c,
+    B * T,
+  );
+  const headLoss = head.loss;
   const headGradient = put(writeValue({ shape: act, data: head.dHidden }));
+
+  // Memory: each component's gradient is copied, as soon as it exists, into the buffer of the file its
+  // updated values will be written to, and the update then overwrites it there; block caches and the head's
+  // arrays are dropped as they are used. So a step holds the parameters, one gradient-then-update buffer per
+  // component and the activations, never a separate update or a serialized copy of it.
+  const files = new Map<string, Uint8Array>();
+  const keep = (name: string, g: Tensors): Tensors => {
+    if (!VIEWS_IN_FILES) return g;
+    const shapes = Object.fromEntries(Object.entries(g).map(([t, v]) => [t, v.shape]));
+    const { bytes, tensors } = allocSafetensors(shapes);
+    for (const [t, v] of Object.entries(tensors)) v.data.set(g[t]!.data);
+    files.set(name, bytes);
+    return tensors;
+  };
 
   const gradientOut: string[] = [];
   const gradientIn: (string | null)[] = [];
@@ -91,7 +120,12 @@ export function trainStep(input: StepInput): StepOutput {
   let g = head.dHidden;
   gradientOut[S - 1] = headGradient;
   for (let i = S - 1; i >= 0; i--) {
-    const r = stageBackward(shape, partitions[i]!, model.components, forwards[i]!, g, i === 0 ? head : null);
+    const r = stageBackward(shape, partitions[i]!, model.components, forwards[i]!, g, i === 0 ? head : null, {
+      keep,
+      consume: true,
+    });
+    forwards[i] = undefined;
+    if (i === 0) head = null;
     grads[i] = r.grads;
     gradientIn[i] = r.gradientIn ? put(writeValue({ shape: act, data: r.gradientIn })) : null;
     if (i > 0) {
@@ -105,11 +139,18 @@ export function trainStep(input: StepInput): StepOutput {
   const components: Record<string, Tensors> = { ...model.components };
   const roots: Record<string, string>[] = [];
   for (let i = 0; i < S; i++) {
-    const updated = applyUpdate(partitions[i]!, model.components, grads[i]!, input.learningRate, scale);
+    const update = VIEWS_IN_FILES ? applyUpdateInPlace : applyUpdate;
+    const updated = update(partitions[i]!, model.components, grads[i]!, input.learningRate, scale);
     roots[i] = {};
     for (const name of partitions[i]!) {
-      components[name] = updated[name]!;
-      roots[i]![name] = put(writeSafetensors(updated[name]!));
+      const file = files.get(name);
+      if (file !== undefined) {
+        components[name] = grads[i]![name]!; // the updated values, viewing `file`
+        roots[i]![name] = put(file);
+      } else {
+        components[name] = updated[name]!;
+        roots[i]![name] = put(writeSafetensors(updated[name]!));
+      }
     }
   }
   const candidateManifest: Manifest = {
@@ -119,7 +160,7 @@ export function trainStep(input: StepInput): StepOutput {
   };
   const candidateRoot = put(canonicalBytes(candidateManifest));
 
-  const lr = toHexFloat(input.learningRate), sc = toHexFloat(scale), loss = toHexFloat(head.loss);
+  const lr = toHexFloat(input.learningRate), sc = toHexFloat(scale), loss = toHexFloat(headLoss);
   const traces: StageTrace[] = partitions.map((p, i) => ({
     parent: parentRoot,
     partition: [...p],
@@ -150,7 +191,7 @@ export function trainStep(input: StepInput): StepOutput {
   };
   const recordRoot = put(canonicalBytes(record));
   return {
-    loss: head.loss,
+    loss: headLoss,
     norms,
     scale,
     traces,

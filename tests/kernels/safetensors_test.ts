@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { sha256Hex } from "../../core/digest.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import {
+  allocSafetensors,
   readSafetensors,
   readValue,
   tensorsRoot,
@@ -149,4 +150,21 @@ Deno.test("safetensors read does not alias or change the input bytes", () => {
   const t = readSafetensors(bytes, { a: [2] });
   t.a!.data[0] = 99;
   assert.deepEqual(bytes, copy);
+});
+
+Deno.test("allocSafetensors hands out views whose filled bytes equal writeSafetensors", () => {
+  const shapes = { "b.weight": [2, 3], a: [4], "c.bias": [1] };
+  const { bytes, tensors } = allocSafetensors(shapes);
+  assert.deepEqual(Object.keys(tensors).sort(), ["a", "b.weight", "c.bias"]);
+  for (const [i, t] of Object.values(tensors).entries()) {
+    t.data.forEach((_, j) => t.data[j] = i * 10 + j - 0.5);
+  }
+  tensors.a!.data[0] = -0;
+  assert.deepEqual(bytes, writeSafetensors(tensors));
+  assert.equal(tensors["b.weight"]!.data.buffer, bytes.buffer);
+  assert.deepEqual(tensors["b.weight"]!.shape, [2, 3]);
+  assert.throws(
+    () => allocSafetensors({ 'bad"name': [1] }),
+    (e: unknown) => (e as ProtocolError).code === "invalid_tensor",
+  );
 });

@@ -206,3 +206,68 @@ Deno.test("step: a non-finite value anywhere stops the step with non_finite_tens
     (e: Error & { code?: string }) => e.code === "non_finite_tensor",
   );
 });
+
+Deno.test("a step keeps each updated component as a view into its file's bytes, equal to writing it afresh", () => {
+  const model = initModel(TINY, 31);
+  const before = componentFiles(model);
+  const out = trainStep({
+    model,
+    manifest: manifestOf(model),
+    batch: TINY_BATCH,
+    partitions: [["embed", "norm", "block_000"], ["block_001", "block_002"]],
+    learningRate: 0.5,
+    clip: 1,
+    step: 0,
+  });
+  const after = componentFiles(out.candidate); // written afresh from the candidate's tensors
+  for (const [name, bytes] of Object.entries(after)) {
+    const stored = out.objects.get(out.candidateManifest.components[name]!)!;
+    assert.deepEqual(stored, bytes, name);
+    for (const t of Object.values(out.candidate.components[name]!)) {
+      assert.equal(t.data.buffer, stored.buffer, name);
+    }
+  }
+  assert.deepEqual(componentFiles(model), before); // the parent is untouched
+});
+
+Deno.test("stageBackward consuming its forward and keeping gradients elsewhere gives the same gradients", () => {
+  const model = initModel(TINY, 32);
+  const { B, T, ids, labels } = batchArrays(TINY_BATCH);
+  const shape = { config: TINY, B, T, ids, tables: rotaryTables(T, headDim(TINY), TINY.rope_theta) };
+  const partition = ["embed", "norm", "block_000", "block_001", "block_002"];
+  const run = (consume: boolean) => {
+    const f = stageForward(shape, partition, model.components, null);
+    const head = headForwardBackward(
+      f.output,
+      labels,
+      model.components.norm!,
+      model.components.embed!,
+      TINY,
+      B * T,
+    );
+    const kept: string[] = [];
+    const r = stageBackward(shape, partition, model.components, f, head.dHidden, head, {
+      consume,
+      keep: (name, g) => {
+        kept.push(name);
+        return Object.fromEntries(
+          Object.entries(g).map(([t, v]) => [t, { shape: v.shape, data: v.data.slice() }]),
+        );
+      },
+    });
+    return { r, kept, caches: f.caches.filter((c) => c !== undefined).length };
+  };
+  const plain = run(false), consumed = run(true);
+  assert.deepEqual(consumed.kept, ["block_002", "block_001", "block_000", "embed", "norm"]);
+  assert.equal(plain.caches, 3);
+  assert.equal(consumed.caches, 0);
+  for (const name of partition) {
+    for (const [t, v] of Object.entries(plain.r.grads[name]!)) {
+      assert.deepEqual(
+        new Uint32Array(consumed.r.grads[name]![t]!.data.slice().buffer),
+        new Uint32Array(v.data.slice().buffer),
+        `${name} ${t}`,
+      );
+    }
+  }
+});
