@@ -6,13 +6,24 @@
  * needs Node ≥ 20 and the npm registry once. Run: `deno bench --allow-all bench/model_bench.ts`.
  *
  * Generation is greedy with the kernels' KV cache (`decode` one token at a time after the prompt), as
- * llama.cpp's is.
+ * llama.cpp's is. The first rows are on one kernel thread, as before, so figures stay comparable across
+ * changes; then the same on two threads (`NEURO_THREADS` never changes a bit), greedy generation with
+ * draft-and-verify (`kernels/draft_verify.ts`, the int8 drafter; the same tokens, with its acceptance rate),
+ * the training step on two threads, and the step's peak RSS measured in a fresh process per thread count
+ * (`_train_step_rss.ts`). When `.cache/venv-torch` (built by the slow suite's torch parity test) can import
+ * torch, the same training step shape is also timed in PyTorch with the reference profile (1 thread,
+ * ATEN_CPU_CAPABILITY=default, MKL_ENABLE_INSTRUCTIONS=SSE4_2) and the ratio printed. The 1-minute load
+ * average is printed beside the figures: on a shared machine, compare ratios within one run.
  */
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
 import { tokenizerFromGguf } from "../kernels/gguf_tokenizer.ts";
 import { headLogits } from "../kernels/head.ts";
 import { decode, KvCache } from "../kernels/generation.ts";
+import { Q8Drafter } from "../kernels/draft.ts";
+import { generateDrafted } from "../kernels/draft_verify.ts";
+import { setKernelThreads } from "../kernels/threads.ts";
+import { wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { buildManifest } from "../kernels/manifest.ts";
 import { componentNames, componentParameters, type Model } from "../kernels/model.ts";
@@ -87,77 +98,192 @@ if (!present) {
   const batch = { input_ids: [ids], labels: [[...ids.slice(1), -100]] };
 
   const llama = await llamaThroughput(PATH); // measured now, next to ours
-  const oursPrompt = { seconds: Infinity };
-  const oursNext = { seconds: Infinity };
-  const step = { seconds: Infinity, peak: NaN, loss: NaN };
-
-  Deno.bench(`ours: prompt processing, ${T} tokens`, {
-    group: "smollm2",
-    n: 3,
-    warmup: 1,
-  }, () => {
-    const t0 = performance.now();
-    nextLogits(model, ids);
-    oursPrompt.seconds = Math.min(
-      oursPrompt.seconds,
-      (performance.now() - t0) / 1000,
-    );
-  });
-  Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache)`, {
-    group: "smollm2",
-    n: 3,
-    warmup: 1,
-  }, () => {
-    const V = c.vocab_size;
-    const tables = rotaryTables(
-      T + GENERATED,
-      c.hidden_size / c.num_attention_heads,
-      c.rope_theta,
-    );
-    const cache = new KvCache(c);
-    let logits = decode(model, cache, ids, tables);
-    const t0 = performance.now();
-    for (let i = 0; i < GENERATED; i++) {
-      const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
-      logits = decode(model, cache, [next], tables);
+  const threadsReady = await wasmMatmulThreadsReady(2);
+  const load = () => {
+    try {
+      return Deno.loadavg()[0]!.toFixed(2);
+    } catch {
+      return "?";
     }
-    oursNext.seconds = Math.min(
-      oursNext.seconds,
-      (performance.now() - t0) / 1000 / GENERATED,
-    );
-  });
-  Deno.bench(
-    `ours: one training step, 3 stages, B=1 T=${T}`,
-    { group: "smollm2-train", n: 2, warmup: 0 },
-    () => {
+  };
+  const loadAtStart = load();
+  const THREADS = [1, 2] as const;
+  const oursPrompt = THREADS.map(() => ({ seconds: Infinity }));
+  const oursNext = THREADS.map(() => ({ seconds: Infinity }));
+  const drafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
+  const step = THREADS.map(() => ({ seconds: Infinity, peak: NaN, loss: NaN }));
+  const drafter = new Q8Drafter(model);
+  const DRAFTED = 32;
+
+  for (const [ti, threads] of THREADS.entries()) {
+    const suffix = threads === 1 ? "" : `, ${threads} threads`;
+    Deno.bench(`ours: prompt processing, ${T} tokens${suffix}`, {
+      group: "smollm2",
+      n: 3,
+      warmup: 1,
+    }, () => {
+      setKernelThreads(threads);
       const t0 = performance.now();
-      const out = trainStep({
-        model,
-        manifest,
-        batch,
-        partitions,
-        learningRate: 1e-4,
-        clip: 1,
-        step: 0,
+      nextLogits(model, ids);
+      oursPrompt[ti]!.seconds = Math.min(oursPrompt[ti]!.seconds, (performance.now() - t0) / 1000);
+    });
+    Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache)${suffix}`, {
+      group: "smollm2",
+      n: 3,
+      warmup: 1,
+    }, () => {
+      setKernelThreads(threads);
+      const V = c.vocab_size;
+      const tables = rotaryTables(
+        T + GENERATED,
+        c.hidden_size / c.num_attention_heads,
+        c.rope_theta,
+      );
+      const cache = new KvCache(c);
+      let logits = decode(model, cache, ids, tables);
+      const t0 = performance.now();
+      for (let i = 0; i < GENERATED; i++) {
+        const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
+        logits = decode(model, cache, [next], tables);
+      }
+      oursNext[ti]!.seconds = Math.min(oursNext[ti]!.seconds, (performance.now() - t0) / 1000 / GENERATED);
+    });
+    Deno.bench(`ours: ${DRAFTED} tokens generated after ${T} (draft-and-verify)${suffix}`, {
+      group: "smollm2",
+      n: 3,
+      warmup: 1,
+    }, () => {
+      setKernelThreads(threads);
+      let first = 0;
+      const out = generateDrafted(model, ids, DRAFTED + 1, {
+        drafter,
+        onToken: () => first ||= performance.now(), // the prompt's own token: generation starts here
       });
-      step.seconds = Math.min(step.seconds, (performance.now() - t0) / 1000);
-      step.loss = out.loss;
-      step.peak = peakRssMb();
-    },
-  );
+      const seconds = (performance.now() - first) / 1000 / DRAFTED;
+      if (seconds < drafted[ti]!.seconds) {
+        drafted[ti] = { seconds, accepted: out.stats.accepted, drafted: out.stats.drafted };
+      }
+    });
+    Deno.bench(
+      `ours: one training step, 3 stages, B=1 T=${T}${suffix}`,
+      { group: "smollm2-train", n: 2, warmup: 0 },
+      () => {
+        setKernelThreads(threads);
+        const t0 = performance.now();
+        const out = trainStep({
+          model,
+          manifest,
+          batch,
+          partitions,
+          learningRate: 1e-4,
+          clip: 1,
+          step: 0,
+        });
+        step[ti]!.seconds = Math.min(step[ti]!.seconds, (performance.now() - t0) / 1000);
+        step[ti]!.loss = out.loss;
+        step[ti]!.peak = peakRssMb();
+      },
+    );
+  }
+
+  // The step's own peak memory, each in a fresh process (no garbage from the iterations above).
+  const fresh: { threads: number; loaded: number; peak: number; seconds: number }[] = [];
+  for (const threads of THREADS) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-read",
+        "--allow-env",
+        new URL("./_train_step_rss.ts", import.meta.url).pathname,
+        PATH,
+      ],
+      env: { NEURO_THREADS: String(threads) },
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+    if (out.success) fresh.push({ threads, ...JSON.parse(new TextDecoder().decode(out.stdout)) });
+  }
+  const torch = await torchStep();
 
   globalThis.addEventListener("unload", () => {
     const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
+    const r = (x: number, y: number) => (Number.isFinite(x / y) ? (x / y).toFixed(2) : "n/a");
     const theirs = llama.throughput;
+    const pp = theirs?.prompt_tokens_per_second ?? NaN, tg = theirs?.generate_tokens_per_second ?? NaN;
     console.log(`\nSmolLM2-135M-Instruct Q4_1, one thread, ${T}-token prompt`);
     console.log(`| measure | our kernels (float32, deterministic) | llama.cpp (node-llama-cpp 3.21.1) |`);
     console.log(`|---|---|---|`);
-    const pp = f(theirs?.prompt_tokens_per_second ?? NaN);
-    console.log(`| prompt processing (tokens/s) | ${f(T / oursPrompt.seconds)} | ${pp} |`);
-    const tg = f(theirs?.generate_tokens_per_second ?? NaN);
-    console.log(`| generation (tokens/s) | ${f(1 / oursNext.seconds)} | ${tg} |`);
-    const train = `${f(step.seconds)} s, peak RSS ${f(step.peak)} MB, loss ${f(step.loss)}`;
+    console.log(`| prompt processing (tokens/s) | ${f(T / oursPrompt[0]!.seconds)} | ${f(pp)} |`);
+    console.log(`| generation (tokens/s) | ${f(1 / oursNext[0]!.seconds)} | ${f(tg)} |`);
+    const train = `${f(step[0]!.seconds)} s, peak RSS ${f(step[0]!.peak)} MB, loss ${f(step[0]!.loss)}`;
     console.log(`| training step, 3 stages, B=1 T=${T} | ${train} | — |`);
     if (theirs === null) console.log(`llama.cpp column missing: ${llama.reason}`);
+    console.log(`\nOn 1 and 2 kernel threads (llama.cpp on one thread; ratio = ours / llama.cpp)`);
+    console.log(`| measure | 1 thread | ratio | 2 threads | ratio | 2t / 1t |`);
+    console.log(`|---|---|---|---|---|---|`);
+    const row = (name: string, x: number[], peer: number) =>
+      console.log(
+        `| ${name} | ${f(x[0]!)} | ${r(x[0]!, peer)} | ${f(x[1]!)} | ${r(x[1]!, peer)} | ${
+          r(x[1]!, x[0]!)
+        } |`,
+      );
+    row("prompt processing (tokens/s)", oursPrompt.map((p) => T / p.seconds), pp);
+    row("generation, KV cache (tokens/s)", oursNext.map((p) => 1 / p.seconds), tg);
+    row("generation, draft-and-verify (tokens/s)", drafted.map((p) => 1 / p.seconds), tg);
+    const rate = drafted.map((d) => `${d.accepted}/${d.drafted} (${f((100 * d.accepted) / d.drafted)}%)`);
+    console.log(`| draft-and-verify acceptance | ${rate[0]} | | ${rate[1]} | | |`);
+    row("training step (steps/s)", step.map((p) => 1 / p.seconds), NaN);
+    console.log(`| training step (s) | ${f(step[0]!.seconds)} | | ${f(step[1]!.seconds)} | | |`);
+    for (const x of fresh) {
+      console.log(
+        `| training step peak RSS, fresh process, ${x.threads} thread${x.threads > 1 ? "s" : ""} | ${
+          f(x.peak)
+        } MB (${f(x.loaded)} MB after loading) | | | | |`,
+      );
+    }
+    if (torch.seconds !== null) {
+      console.log(
+        `PyTorch ${torch.version} (1 thread, reference profile): ${
+          f(torch.seconds)
+        } s per step; ours / torch time ${r(step[0]!.seconds, torch.seconds)}`,
+      );
+    } else console.log(`PyTorch step not timed: ${torch.reason}`);
+    console.log(
+      `kernel threads ready: ${threadsReady} of 2; ${navigator.hardwareConcurrency} CPUs; 1-minute load average ${loadAtStart} at start, ${load()} at end`,
+    );
   });
+}
+
+/** The same step shape timed in PyTorch with the seed system's reference profile, when torch is installed. */
+async function torchStep(): Promise<
+  { seconds: number; version: string; reason: null } | { seconds: null; reason: string }
+> {
+  const python = new URL("../.cache/venv-torch/bin/python", import.meta.url).pathname;
+  const script = new URL("./torch_step.py", import.meta.url).pathname;
+  try {
+    const out = await new Deno.Command(python, {
+      args: [script, String(T)],
+      env: {
+        OMP_NUM_THREADS: "1",
+        MKL_NUM_THREADS: "1",
+        ATEN_CPU_CAPABILITY: "default",
+        MKL_ENABLE_INSTRUCTIONS: "SSE4_2",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      return { seconds: null, reason: new TextDecoder().decode(out.stderr).trim().split("\n").pop()! };
+    }
+    const { seconds, version } = JSON.parse(new TextDecoder().decode(out.stdout));
+    return { seconds, version, reason: null };
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      return {
+        seconds: null,
+        reason: ".cache/venv-torch is missing (NEURO_SLOW=1 tests/kernels/torch_parity_test.ts builds it)",
+      };
+    }
+    throw e;
+  }
 }

@@ -12,6 +12,7 @@ import { loadManifest, readComponent } from "../kernels/manifest.ts";
 import type { Model } from "../kernels/model.ts";
 import type { Tensors } from "../kernels/safetensors.ts";
 import { q8Available } from "../kernels/wasm/draft_wasm.ts";
+import { makeResident } from "../kernels/wasm/matmul_wasm.ts";
 import { loadCodec, type TextCodec } from "../text/codec.ts";
 
 /** A loaded model with its codec and, unless drafting is off, its int8 drafter. */
@@ -52,6 +53,7 @@ export async function loadSession(objects: string, root: string, draft = true): 
     `${live ? "\r" : ""}loaded model ${root.slice(0, 12)}… (${manifest.parameters} parameters)       \n`,
   );
   const model = { config, components };
+  makeResident(components); // the weights stay put in the kernels' memory: no copy per matmul
   let drafter: Drafter | null = null;
   if (draft && q8Available() && Q8Drafter.supports(model)) {
     drafter = new Q8Drafter(model);

@@ -50,6 +50,7 @@ export const MAX_BYTES = MAX_PAGES * PAGE - PAGE;
 
 let loaded: KernelMemory | null | undefined;
 let residentEnd = 0;
+const residentBuffers = new WeakSet<ArrayBufferLike>(); // every memory.buffer a resident view was made on
 
 /** The kernels' memory and modules, or null when this runtime lacks WebAssembly SIMD or shared memory. */
 export function kernelMemory(): KernelMemory | null {
@@ -95,4 +96,16 @@ export function allocResident(km: KernelMemory, bytes: number): number {
   ensureBytes(km, end);
   residentEnd = end;
   return at;
+}
+
+/** A float32 view of `n` values at byte offset `at` of the resident region (from `allocResident`). */
+export function residentFloat32(km: KernelMemory, at: number, n: number): Float32Array {
+  const buf = km.memory.buffer;
+  residentBuffers.add(buf);
+  return new Float32Array(buf, at, n);
+}
+
+/** True when `x` is a view into the resident region, so a kernel can read it where it is, without a copy. */
+export function isResident(x: Float32Array): boolean {
+  return residentBuffers.has(x.buffer) && x.byteOffset + x.byteLength <= residentEnd;
 }
