@@ -23,7 +23,7 @@ import { decode, KvCache } from "../kernels/generation.ts";
 import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
-import { wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
+import { makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { buildManifest } from "../kernels/manifest.ts";
 import { componentNames, componentParameters, type Model } from "../kernels/model.ts";
@@ -79,6 +79,7 @@ if (!present) {
 } else {
   const file = readGguf(await Deno.readFile(PATH));
   const model = modelFromGguf(file);
+  makeResident(model.components); // as deno task generate does: weights read in place by every matmul
   const tok = tokenizerFromGguf(file);
   const ids = new Tokenizer(tok.tokenizer, {}).encode(TEXT).ids.slice(0, T);
   const c = model.config;
