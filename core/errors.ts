@@ -103,6 +103,9 @@ export const ERROR_CODES = {
   invalid_source: "a source spec, source file or source row is malformed",
   source_mismatch: "a source file's SHA-256 differs from the one its spec pins",
   invalid_setting: "a local setting (an environment variable such as NEURO_THREADS) is malformed",
+  document_mismatch: "a proposed document's id, object or omitted targets differ from the raw row's",
+  batch_mismatch: "a proposed batch differs from the window rebuilt from the raw row",
+  near_duplicate: "a document is within the near-duplicate SimHash distance of another",
   // Actors and transport (PROTOCOL §12-13).
   conflicting_operation: "an operation id was reused with a different input",
   unauthorized: "the bearer token is missing or wrong",

@@ -1,0 +1,64 @@
+/**
+ * Screening one tranche of rows (pure): each row's document is kept unless its id was consumed by the chain,
+ * equals the id of a document collected before or earlier in the tranche (exact duplicate after NFKC, case
+ * folding and whitespace collapse), is within the near-duplicate SimHash distance of one of them, or is not a
+ * usable conversation (it cannot be cut into windows with the codec).
+ *
+ * @example
+ * ```ts
+ * import { screenTranche } from "./screen.ts";
+ * const tranche = screenTranche({ source, start, rows, corpus, consumed: new Set(), usable: () => null });
+ * tranche.kept.length + tranche.dropped.length === rows.length;
+ * ```
+ */
+import { isNearDuplicate } from "../../text/hygiene.ts";
+import { rowDocument } from "../../text/sources/document.ts";
+import type { ChatMessage } from "../../text/template_render.ts";
+import type { Collected, Corpus, Dropped, Tranche } from "./corpus.ts";
+
+/** What screening a tranche needs. */
+export interface ScreenInput {
+  readonly source: string;
+  readonly start: number;
+  readonly rows: readonly ChatMessage[][];
+  readonly corpus: Corpus;
+  /** Ids the chain has consumed. */
+  readonly consumed: ReadonlySet<string>;
+  /** Null when the row can be cut into windows, else the error code. */
+  readonly usable: (messages: ChatMessage[]) => string | null;
+}
+
+/** The tranche record of rows `start … start + rows.length − 1` and the raw objects of the kept rows. */
+export function screenTranche(input: ScreenInput): { tranche: Tranche; objects: Map<string, Uint8Array> } {
+  const kept: Collected[] = [];
+  const dropped: Dropped[] = [];
+  const objects = new Map<string, Uint8Array>();
+  const seen = new Map<string, string>(); // id -> id, of this tranche's kept rows
+  const hashes = input.corpus.documents.map((d) => [d.simhash, d.id] as const);
+  input.rows.forEach((messages, i) => {
+    const row = input.start + i;
+    const doc = rowDocument(messages);
+    const drop = (reason: Dropped["reason"], of: string) => dropped.push({ row, id: doc.id, reason, of });
+    if (input.consumed.has(doc.id)) return drop("consumed", doc.id);
+    const same = input.corpus.byId(doc.id)?.id ?? seen.get(doc.id);
+    if (same !== undefined) return drop("duplicate", same);
+    const near = hashes.find(([h]) => isNearDuplicate(h, doc.simhash));
+    if (near !== undefined) return drop("near_duplicate", near[1]);
+    const problem = input.usable(messages);
+    if (problem !== null) return drop("invalid", problem);
+    kept.push({ source: input.source, row, id: doc.id, simhash: doc.simhash, object: doc.object });
+    seen.set(doc.id, doc.id);
+    hashes.push([doc.simhash, doc.id]);
+    objects.set(doc.object, doc.bytes);
+  });
+  return {
+    tranche: {
+      source: input.source,
+      start: input.start,
+      end: input.start + input.rows.length,
+      kept,
+      dropped,
+    },
+    objects,
+  };
+}
