@@ -5,6 +5,7 @@ import { startNode } from "../ledger/engine/node.ts";
 import { startCometNode } from "../ledger/abci/comet_node.ts";
 import { installedTool } from "../ledger/abci/cometbft_pin.ts";
 import { runValidatorOp, type ValidatorOp } from "./_validator_ops.ts";
+import { AutoReviewer } from "../actors/curator/auto_review.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 
 const HELP = `deno task validator --home DIR --genesis FILE [options]
@@ -38,6 +39,9 @@ Options:
   --follow URL          the proposer's RPC URL (makes this node a replica; embedded engine only)
   --port N              RPC port on 127.0.0.1 (default 0: any free port, printed at start)
   --interval-ms N       override the genesis block interval (proposer only)
+  --review-policy FILE  review every new data proposal with the Curator's review, from the raw files the
+                        policy names ({"sources": "sources.json", "poll_ms"?: 1000}), and vote approve with
+                        DIR/account.key only when the verdict is approve (journal in DIR/reviewer/)
   -h, --help            show this help
 
 Test hook: NEURO_TEST_DIVERGENT_FEE=N makes this node burn N atoms per transaction instead of the genesis
@@ -60,6 +64,7 @@ async function main(): Promise<void> {
     engine: { type: "string" },
     rpc: { type: "string" },
     amount: { type: "string" },
+    "review-policy": { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -88,7 +93,8 @@ async function main(): Promise<void> {
   } catch (e) {
     throw new UsageError(`Cannot read genesis ${genesisPath}: ${(e as Error).message}`);
   }
-  if (engine === "cometbft") return await runComet(home, parseJson(text), port);
+  const policy = values["review-policy"];
+  if (engine === "cometbft") return await runComet(home, parseJson(text), port, policy);
   const divergent = Deno.env.get("NEURO_TEST_DIVERGENT_FEE");
   const pauseAt = Number(Deno.env.get("NEURO_TEST_PAUSE_BEFORE_COMMIT") ?? "0");
   const hooks = {
@@ -105,10 +111,12 @@ async function main(): Promise<void> {
     ...(interval ? { intervalMs: interval } : {}),
     app: hooks,
   });
+  const reviewer = await startReviewer(home, node.url, policy);
   const stop = () => void node.stop();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
   const halt = await node.done;
+  await reviewer?.stop();
   await node.stop();
   if (halt) Deno.exit(3);
 }
@@ -140,7 +148,22 @@ async function operate(
   throw new Error(`Cannot ${op}: ${r.hash} has no outcome yet; run the same command again to look it up`);
 }
 
-async function runComet(home: string, genesis: ReturnType<typeof parseJson>, port: number): Promise<void> {
+/** The operator's auto-review beside the node, when a policy is given (`actors/curator/auto_review.ts`). */
+async function startReviewer(
+  home: string,
+  url: string,
+  policy: string | undefined,
+): Promise<AutoReviewer | null> {
+  if (policy === undefined) return null;
+  return await AutoReviewer.start({ home, rpc: url, policyPath: policy, say: (line) => console.log(line) });
+}
+
+async function runComet(
+  home: string,
+  genesis: ReturnType<typeof parseJson>,
+  port: number,
+  policy: string | undefined,
+): Promise<void> {
   const root = new URL("../", import.meta.url).pathname;
   const cometbft = await installedTool(root, "cometbft");
   if (!cometbft) {
@@ -149,10 +172,12 @@ async function runComet(home: string, genesis: ReturnType<typeof parseJson>, por
     );
   }
   const node = await startCometNode({ home, genesis, cometbft, port });
+  const reviewer = await startReviewer(home, node.url, policy);
   const stop = () => void node.stop();
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
   const code = await node.done;
+  await reviewer?.stop();
   await node.stop();
   if (code !== null) Deno.exit(1);
 }

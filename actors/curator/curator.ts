@@ -27,11 +27,10 @@
 import { canonicalBytes, decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import { txid } from "../../ledger/envelope.ts";
-import type { ConsumedIndex } from "../../ledger/data/document.ts";
 import { loadCodec, type TextCodec } from "../../text/codec.ts";
 import { reservedStrings, validateConversation } from "../../text/conversation.ts";
 import { rowDocument } from "../../text/sources/document.ts";
-import { openSource, type PinnedSource } from "../../text/sources/source.ts";
+import type { PinnedSource } from "../../text/sources/source.ts";
 import type { ChatMessage } from "../../text/template_render.ts";
 import { buildWindows } from "../../text/windows.ts";
 import { envelopeOf } from "../common/chain.ts";
@@ -40,8 +39,11 @@ import { defineActor, DurableActor, type OperationContext } from "../runtime/dur
 import { operationId } from "../runtime/journal.ts";
 import { Submitter } from "../runtime/submit.ts";
 import { buildCohort } from "./build.ts";
-import { reviewProposal, type ReviewReport } from "./review.ts";
-import type { ChainFacts, ConsumedAnswer, CuratorChain } from "./chain_data.ts";
+import type { ReviewReport } from "./review.ts";
+import { reviewOnChain } from "./review_on_chain.ts";
+import { consumedIndex } from "./consumed.ts";
+import { SourceReader } from "./reader.ts";
+import type { ChainFacts, CuratorChain } from "./chain_data.ts";
 import type { CuratorSource, SourcesConfig } from "./config.ts";
 import { type Collected, readCorpus, type Tranche } from "./corpus.ts";
 import { screenTranche } from "./screen.ts";
@@ -81,7 +83,7 @@ export interface CollectReport extends JsonObject {
 
 /** A running curator over one home. */
 export class Curator {
-  private readonly opened = new Map<string, PinnedSource>();
+  private readonly reader = new SourceReader();
   private codecs = new Map<string, TextCodec>();
 
   private constructor(
@@ -165,32 +167,14 @@ export class Curator {
 
   /**
    * Reviews proposal `proposalId` from this curator's own copy of the raw files against its node's state
-   * (`review.ts`); reads only, journals nothing.
+   * (`review_on_chain.ts`); reads only, journals nothing.
    */
-  async review(proposalId: string): Promise<ReviewReport> {
+  review(proposalId: string): Promise<ReviewReport> {
     const { chain, config } = this.setup;
-    const proposal = await chain.proposal(proposalId);
-    if (proposal === null) {
-      throw new ProtocolError(
-        "not_found",
-        `Cannot review proposal ${proposalId}: the chain does not know it`,
-      );
-    }
-    const facts = await chain.facts();
-    const entries = (proposal.document.documents ?? []) as { id: string; batches: string[] }[];
-    const consumed = await chain.consumedAmong(
-      entries.map((e) => e.id),
-      entries.flatMap((e) => e.batches ?? []),
+    return reviewOnChain(
+      { chain, config, codec: (root) => this.codec(root), reader: this.reader },
+      proposalId,
     );
-    return await reviewProposal({
-      proposal,
-      facts,
-      consumed: consumedIndex(consumed),
-      sources: config.sources,
-      windows: config.windows,
-      codec: await this.codec(facts.tokenizer_root),
-      read: async (source, row) => (await (await this.pinned(source)).read(row, row + 1))[0]!,
-    });
   }
 
   private unwrap<T>(bytes: Uint8Array): T {
@@ -212,12 +196,8 @@ export class Curator {
     return s;
   }
 
-  private async pinned(s: CuratorSource): Promise<PinnedSource> {
-    const found = this.opened.get(s.spec.name);
-    if (found) return found;
-    const opened = await openSource(s.spec, s.file);
-    this.opened.set(s.spec.name, opened);
-    return opened;
+  private pinned(s: CuratorSource): Promise<PinnedSource> {
+    return this.reader.open(s);
   }
 
   /** The codec whose root the chain pins (from the home's object store). */
@@ -351,13 +331,6 @@ export class Curator {
       windows: built.document.windows,
     } satisfies ProposalRecord;
   }
-}
-
-/** A consumed index over the journaled answer (positions at or after the cursors are never consumed). */
-export function consumedIndex(answer: ConsumedAnswer): ConsumedIndex {
-  const documents = new Set(answer.documents);
-  const batches = new Set(answer.batches);
-  return { document: (d) => documents.has(d), position: () => false, batch: (b) => batches.has(b) };
 }
 
 export type { ChainFacts };

@@ -62,7 +62,7 @@ Deno.test("one substituted window is rejected, naming the document", async () =>
   // A window with one token changed: a valid batch of the same shape whose ids no longer match the row.
   const original = built.batches.find((b) => id(b as unknown as JsonValue) === victim.batches[0])!;
   const ids = [...original.input_ids[0]!];
-  const t = ids.findIndex((x, i) => i > 0 && original.labels[0]![i - 1] !== -100);
+  const t = ids.findIndex((_x, i) => i > 0 && original.labels[0]![i - 1] !== -100);
   ids[t] = (ids[t]! + 1) % 300;
   const forged = { input_ids: [ids], labels: [[...ids.slice(1), -100]] };
   victim.batches = [id(forged as unknown as JsonValue), ...victim.batches.slice(1)];
