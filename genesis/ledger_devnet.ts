@@ -3,14 +3,14 @@
  * directory holding its consensus key and its owner's account key (both 0600), plus a funded faucet account.
  * The homes can be passed to `deno task validator --home` as they are.
  *
- * The training part (`model`, `codec`, `training`, extra accounts) is passed in by the caller (the devnet
+ * The training part (`model`, `codec`, `training`, `data`, param overrides, extra accounts) is passed in by the caller (the devnet
  * task builds the model, codec and batches); `ledger/training/genesis.ts` checks it.
  *
  * Layout: `<out>/genesis.json`, `<out>/faucet/account.key`, `<out>/validator-<i>/{consensus.key, account.key}`
  */
 import { canonical, type JsonObject, type JsonValue } from "../core/canonical.ts";
 import { ProtocolError } from "../core/errors.ts";
-import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../workflows/params.ts";
+import { ATOMS_PER_NEURO, DEVNET_PARAMS, type WorkflowParams } from "../workflows/params.ts";
 import { createKeyFile } from "../ledger/keys.ts";
 import { createConsensusKeyFile } from "../ledger/consensus_key.ts";
 import { genesisId, parseGenesis } from "./schema.ts";
@@ -39,6 +39,8 @@ export interface DevnetOptions {
    * With it the chain trains only on activated cohorts, so `training.batches` must be empty.
    */
   readonly data?: JsonValue;
+  /** Parameters that differ from `DEVNET_PARAMS` (e.g. a longer cohort schedule). */
+  readonly params?: Partial<WorkflowParams>;
   /** Extra funded accounts (e.g. a sponsor, workers and a referee). */
   readonly accounts?: readonly { id: string; balance: number }[];
 }
@@ -94,7 +96,7 @@ export async function writeDevnetGenesis(options: DevnetOptions): Promise<Devnet
   const genesis: JsonObject = {
     chain_id: options.chainId ?? "neuroshard-devnet",
     genesis_time: options.time ?? Date.now(),
-    params: { ...DEVNET_PARAMS },
+    params: { ...DEVNET_PARAMS, ...options.params },
     consensus: {
       epoch_blocks: 10,
       max_block_bytes: 8 * 1024 * 1024,

@@ -165,7 +165,7 @@ async function main(): Promise<void> {
 
 /** The review report as text lines. */
 function formatReview(r: ReviewReport): string {
-  const lines = [`proposal ${r.proposal} data_root ${r.data_root}: ${r.verdict}`];
+  const lines = [`proposal ${r.proposal} (${r.status}) data_root ${r.data_root}: ${r.verdict}`];
   lines.push(`${r.documents} documents, ${r.batches} batches rebuilt from the raw files`);
   for (const x of r.reasons) {
     lines.push(

@@ -1,6 +1,7 @@
 /**
- * Building a cohort from the collected corpus (pure, given the raw rows): for each source in the sources
- * file's order, the collected documents at or after the chain's cursor are taken in row order, each in the
+ * Building a cohort from the collected corpus (pure, given the raw rows): for each source (retention and fresh
+ * sources first, then held-out, then train sources, each group in the sources file's order), the collected
+ * documents at or after the chain's cursor are taken in row order, each in the
  * role its source and id fix (`allowedRoles`; a `heldout` source fills retention first), while that role
  * still needs documents: exactly 32 retention and 32 fresh, up to `train` train documents. A document is
  * skipped when its id or a batch root was consumed or repeats, or when it is an evaluation document that does
@@ -81,7 +82,9 @@ export function buildCohort(input: BuildInput): BuiltCohort {
   const ids = new Set<string>();
   const cohortWindows: SourceWindow[] = [];
   const full = () => (Object.keys(want) as DocumentRole[]).every((r) => want[r] === 0);
-  for (const { spec } of input.sources) {
+  const order = ["retention", "fresh", "heldout", "train"];
+  const sources = [...input.sources].sort((a, b) => order.indexOf(a.spec.role) - order.indexOf(b.spec.role));
+  for (const { spec } of sources) {
     const start = facts.cursors[spec.name] ?? 0;
     let end = start;
     const candidates = input.corpus.documents.filter((d) =>

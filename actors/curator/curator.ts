@@ -13,8 +13,8 @@
  *   which candidates were consumed, builds the cohort (`build.ts`), stores the document and every batch in
  *   the object store, and submits `propose_data` through the lost-acknowledgement-safe `Submitter` under the
  *   operation's intent, so a restarted curator resends the journaled bytes and never signs a second
- *   proposal for the same chain state. Only a proposal the chain refused lets a later `propose` make a new
- *   attempt.
+ *   proposal for the same chain state. Only a proposal the chain refused, or one that expired unapproved,
+ *   lets a later `propose` make a new attempt.
  *
  * @example
  * ```ts
@@ -60,6 +60,8 @@ export interface CuratorSetup {
 
 /** The outcome of a `propose` operation. */
 export interface ProposalRecord extends JsonObject {
+  /** The curator's account (the proposer). */
+  proposer: string;
   previous: string;
   attempt: number;
   data_root: string;
@@ -144,25 +146,27 @@ export class Curator {
   /** Builds and proposes a cohort with at most `train` train documents; the recorded proposal. */
   async propose(train: number): Promise<ProposalRecord> {
     const facts = await this.setup.chain.facts();
-    if (facts.proposal !== null) {
+    const previous = facts.data_root;
+    // A proposal the chain refused, or one that expired unapproved, lets the next attempt go ahead.
+    let attempt = 0;
+    for (const p of this.proposals().filter((x) => x.previous === previous)) {
+      if (p.attempt !== attempt) continue;
+      const done = p.status === "rejected" ||
+        (await this.setup.chain.proposal(p.proposal))?.status === "expired";
+      if (!done) break;
+      attempt++;
+    }
+    const opId = operationId("propose", { previous, attempt });
+    const recorded = this.setup.home.journal.operation(opId);
+    if (recorded === null && facts.proposal !== null) {
       throw new ProtocolError(
         "busy",
         `Cannot propose data: proposal ${facts.proposal} is pending on the chain`,
       );
     }
-    const previous = facts.data_root;
-    let attempt = 0;
-    while (
-      this.proposals().some((p) =>
-        p.previous === previous && p.attempt === attempt && p.status === "rejected"
-      )
-    ) {
-      attempt++;
-    }
-    const opId = operationId("propose", { previous, attempt });
-    return this.unwrap<ProposalRecord>(
-      await this.actor.deliver("propose", opId, { previous, attempt, train }),
-    );
+    // A recorded attempt answers with what it recorded, whatever --train says now.
+    const input = recorded?.input ? decodeCanonical(recorded.input) : { previous, attempt, train };
+    return this.unwrap<ProposalRecord>(await this.actor.deliver("propose", opId, input));
   }
 
   /**
@@ -318,6 +322,7 @@ export class Curator {
     );
     const count = (role: string) => built.document.documents.filter((d) => d.role === role).length;
     return {
+      proposer: home.key.accountId,
       previous: input.previous,
       attempt: input.attempt,
       data_root: built.root,

@@ -2,8 +2,9 @@
  * Reviewing a proposal from the reviewer's own copy of the raw files (PROTOCOL §6): the document is checked
  * by rebuilding every document from the reviewer's file: the row's id and raw
  * object, its role from its source and id, every window's batch root and the omitted targets, and no two
- * documents of the cohort may be near duplicates; then the ledger's own rules (`checkCohortDocument`: cursors,
- * consumption, counts, codec root, batch shapes) run against the reviewer's node with the rebuilt batches. The verdict is `approve` only when nothing is wrong; every
+ * documents of the cohort may be near duplicates; then, while the proposal is pending, the ledger's own rules (`checkCohortDocument`:
+ * cursors, consumption, counts, codec root, batch shapes) run against the reviewer's node with the rebuilt
+ * batches. The verdict is `approve` only when nothing is wrong; every
  * reason names the document (id, source and row) it is about, or `null` for the cohort as a whole.
  *
  * @example
@@ -41,6 +42,8 @@ export interface ReviewReason extends JsonObject {
 export interface ReviewReport extends JsonObject {
   proposal: string;
   data_root: string;
+  /** The proposal's status on the reviewer's node when reviewed (`proposed`, `voting`, `activated`, `expired`). */
+  status: string;
   verdict: "approve" | "reject";
   documents: number;
   batches: number;
@@ -148,8 +151,10 @@ export async function reviewProposal(input: ReviewInput): Promise<ReviewReport> 
       );
     }
   }
-  // The ledger's own rules against the reviewer's node, with the rebuilt batches.
-  if (!reasons.some((r) => r.code === "batch_mismatch")) {
+  // The ledger's own rules against the reviewer's node, with the rebuilt batches; only while the proposal is
+  // pending (once activated or expired, the node's cursors and data root are no longer the ones it was made for).
+  const pending = proposal.status === "proposed" || proposal.status === "voting";
+  if (pending && !reasons.some((r) => r.code === "batch_mismatch")) {
     const checked = checkCohortDocument(proposal.document, Object.fromEntries(rebuilt), {
       data_root: facts.data_root,
       tokenizer_root: codec.root,
@@ -173,6 +178,7 @@ export async function reviewProposal(input: ReviewInput): Promise<ReviewReport> 
   return {
     proposal: proposal.id,
     data_root: proposal.data_root,
+    status: proposal.status,
     verdict: reasons.length === 0 ? "approve" : "reject",
     documents: entries.length,
     batches,

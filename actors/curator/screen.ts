@@ -11,7 +11,7 @@
  * tranche.kept.length + tranche.dropped.length === rows.length;
  * ```
  */
-import { isNearDuplicate } from "../../text/hygiene.ts";
+import { NEAR_DUPLICATE_DISTANCE } from "../../text/hygiene.ts";
 import { rowDocument } from "../../text/sources/document.ts";
 import type { ChatMessage } from "../../text/template_render.ts";
 import type { Collected, Corpus, Dropped, Tranche } from "./corpus.ts";
@@ -34,7 +34,7 @@ export function screenTranche(input: ScreenInput): { tranche: Tranche; objects: 
   const dropped: Dropped[] = [];
   const objects = new Map<string, Uint8Array>();
   const seen = new Map<string, string>(); // id -> id, of this tranche's kept rows
-  const hashes = input.corpus.documents.map((d) => [d.simhash, d.id] as const);
+  const hashes = input.corpus.documents.map((d) => [bits(d.simhash), d.id] as const);
   input.rows.forEach((messages, i) => {
     const row = input.start + i;
     const doc = rowDocument(messages);
@@ -42,13 +42,14 @@ export function screenTranche(input: ScreenInput): { tranche: Tranche; objects: 
     if (input.consumed.has(doc.id)) return drop("consumed", doc.id);
     const same = input.corpus.byId(doc.id)?.id ?? seen.get(doc.id);
     if (same !== undefined) return drop("duplicate", same);
-    const near = hashes.find(([h]) => isNearDuplicate(h, doc.simhash));
+    const mine = bits(doc.simhash);
+    const near = hashes.find(([h]) => near64(h, mine));
     if (near !== undefined) return drop("near_duplicate", near[1]);
     const problem = input.usable(messages);
     if (problem !== null) return drop("invalid", problem);
     kept.push({ source: input.source, row, id: doc.id, simhash: doc.simhash, object: doc.object });
     seen.set(doc.id, doc.id);
-    hashes.push([doc.simhash, doc.id]);
+    hashes.push([mine, doc.id]);
     objects.set(doc.object, doc.bytes);
   });
   return {
@@ -61,4 +62,20 @@ export function screenTranche(input: ScreenInput): { tranche: Tranche; objects: 
     },
     objects,
   };
+}
+
+/** A 16-hex SimHash as two 32-bit halves. */
+function bits(simhash: string): readonly [number, number] {
+  return [parseInt(simhash.slice(0, 8), 16), parseInt(simhash.slice(8), 16)];
+}
+
+function popcount32(x: number): number {
+  x = x - ((x >>> 1) & 0x55555555);
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
+/** `isNearDuplicate` of `text/hygiene.ts` on the halves (Hamming distance at most the profile's bound). */
+function near64(a: readonly [number, number], b: readonly [number, number]): boolean {
+  return popcount32((a[0] ^ b[0]) >>> 0) + popcount32((a[1] ^ b[1]) >>> 0) <= NEAR_DUPLICATE_DISTANCE;
 }

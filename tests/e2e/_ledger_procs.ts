@@ -37,6 +37,7 @@ export async function startProc(
     port?: number;
     env?: Record<string, string>;
     engine?: "cometbft";
+    args?: readonly string[];
   } = {},
 ): Promise<NodeProc> {
   const args = ["run", "--allow-all", `${ROOT}tasks/validator.ts`, "--home", home, "--genesis", genesisPath];
@@ -44,6 +45,7 @@ export async function startProc(
   if (options.follow) args.push("--follow", options.follow);
   if (options.intervalMs) args.push("--interval-ms", String(options.intervalMs));
   if (options.port) args.push("--port", String(options.port));
+  if (options.args) args.push(...options.args);
   const child = new Deno.Command(Deno.execPath(), {
     args,
     cwd: ROOT,

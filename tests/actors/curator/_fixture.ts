@@ -57,6 +57,28 @@ export function fixtureRow(salt: string, i: number): ChatMessage[] {
   ];
 }
 
+/** A long row (120 words) and, with `more`, the same row with one word appended: near duplicates. */
+export function longRow(more: boolean): ChatMessage[] {
+  const words = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
+  return [{ role: "user", content: words }, {
+    role: "assistant",
+    content: `the answer is forty two${more ? " more" : ""}`,
+  }];
+}
+
+/** Row `i` of `name` as written: the train source has an exact duplicate (row 50 of row 10, differing in
+ * case, Unicode form and whitespace) and a near duplicate (row 61 of row 60). */
+export function writtenRow(name: string, i: number): ChatMessage[] {
+  if (name === "fixture-train" && i === 50) {
+    return fixtureRow(name, 10).map((m) => ({
+      role: m.role,
+      content: `  ${m.content.toUpperCase().replaceAll(" ", " \t ").normalize("NFD")}\n`,
+    }));
+  }
+  if (name === "fixture-train" && (i === 60 || i === 61)) return longRow(i === 61);
+  return fixtureRow(name, i);
+}
+
 /** The windows of the fixture: short rows, evaluation documents always complete. */
 export const FIXTURE_WINDOWS = { context: 24, response: 24, max_windows: 2 };
 
@@ -72,7 +94,7 @@ export async function writeFixtureSources(
   ];
   const entries = [];
   for (const [name, role, format, n] of plan) {
-    const data = Array.from({ length: n }, (_, i) => fixtureRow(name, i));
+    const data = Array.from({ length: n }, (_, i) => writtenRow(name, i));
     const bytes = format === "jsonl" ? jsonlBytes(data) : parquetBytes(data);
     const file = `${name}.${format}`;
     await Deno.writeFile(`${dir}/${file}`, bytes);

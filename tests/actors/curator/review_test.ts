@@ -36,7 +36,7 @@ async function setup() {
   });
   const review = (document: CohortDocument, sources = config.sources) =>
     reviewProposal({
-      proposal: { id: "e".repeat(64), status: "proposed", data_root: id(document), document },
+      proposal: { id: "e".repeat(64), status: "voting", data_root: id(document), document },
       facts,
       consumed: NOTHING_CONSUMED,
       sources,
