@@ -1,19 +1,22 @@
 /**
  * Builds the whole devnet under one directory (default `.neuroshard/devnet/`): the ledger genesis (with
- * `DEVNET_PARAMS`: short windows, so a step settles in seconds) and the validator homes of `ledger_devnet.ts`
- * (called, not copied), given the training contents of
- * `devnet/contents.ts` (codec, model manifest and root, learning rate, clip, training batches), a home with an
- * account key (0600) and a bearer token (0600) for each worker, a fourth (forging) worker, the sponsor,
- * the referee, two providers (one run with `--forge token`) and a paying client, funded accounts for
- * them, and the genesis objects (codec and model components) in a shared `objects/` and in every home's
- * `objects/`. Everything is deterministic except the keys and tokens.
+ * `DEVNET_PARAMS`: short windows, so a step settles in seconds, and a 64-step cohort schedule) and the
+ * validator homes of `ledger_devnet.ts` (called, not copied), given the training contents of
+ * `devnet/contents.ts` (codec, model manifest and root, learning rate, clip) and the data lifecycle over the
+ * pinned sources of `devnet/sources.ts` (no genesis training batches: the devnet trains on admitted cohorts
+ * only), a home with an account key (0600) and a bearer token (0600) for each worker, a fourth (forging)
+ * worker, the sponsor, the referee, the curator, two providers (one run with `--forge token`) and a paying
+ * client, funded accounts for them, the genesis objects (codec and model components) in a shared `objects/`
+ * and in every home's `objects/`, and the source files with a `sources.json` in `sources/`,
+ * `curator/sources/` and every `validator-<i>/sources/` (each validator also gets `review-policy.json` for
+ * `deno task validator --review-policy`). Everything is deterministic except the keys and tokens.
  *
  * The build happens in `<dir>.building/` and is renamed into place at the end, so a build killed half way
  * leaves no devnet behind and the next build starts over.
  *
- * Layout: `genesis.json`, `objects/`, `faucet/account.key`, `validator-<i>/`, `worker-<i>/`, `forger/`,
- * `sponsor/`, `referee/`, `provider/`, `provider-forger/`, `client/` (each actor home: `account.key`, `token`,
- * `objects/`).
+ * Layout: `genesis.json`, `objects/`, `sources/`, `faucet/account.key`, `validator-<i>/`, `worker-<i>/`,
+ * `forger/`, `sponsor/`, `referee/`, `curator/`, `provider/`, `provider-forger/`, `client/` (each actor home:
+ * `account.key`, `token`, `objects/`).
  *
  * @example
  * ```ts
@@ -30,6 +33,13 @@ import { loadToken } from "../actors/runtime/token.ts";
 import { ATOMS_PER_NEURO } from "../workflows/params.ts";
 import { type DevnetContents, devnetContents, storeContents } from "./devnet/contents.ts";
 import { writeDevnetGenesis } from "./ledger_devnet.ts";
+import {
+  DEVNET_STEPS_PER_COHORT,
+  devnetDataSection,
+  devnetSourceFiles,
+  type SourceFile,
+  writeDevnetSources,
+} from "./devnet/sources.ts";
 import { genesisId } from "./schema.ts";
 
 /** Options of the devnet build. */
@@ -42,12 +52,6 @@ export interface DevnetBuildOptions {
    * 6 blocks leaves the referee seconds to replay a claim even on a loaded machine).
    */
   readonly blockIntervalMs?: number;
-  /**
-   * A genesis data section `{sources, cursors, training_blocks}` (PROTOCOL §6). With it the devnet trains only
-   * on cohorts the validators voted in and its genesis lists no training batches; without it (the default)
-   * training uses the genesis batches as `training_batches[round mod n]`.
-   */
-  readonly data?: JsonObject;
 }
 
 /** The actor homes and files of a built devnet. */
@@ -60,6 +64,8 @@ export interface DevnetLayout {
   readonly workers: string[];
   /** The home of the dishonest worker the scenario runs with `--forge optimizer`. */
   readonly forger: string;
+  /** The Curator's home (its own copy of the sources in `sources/`). */
+  readonly curator: string;
   readonly sponsor: string;
   readonly referee: string;
   /** The homes of the paid-inference roles: an honest provider, one the scenario runs with `--forge token`, and the paying client. */
@@ -77,29 +83,25 @@ export const DEVNET_GENESIS_TIME = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 /** Initial balances of the actors, in atoms. */
 export const DEVNET_FUNDING = {
   sponsor: 1_000 * ATOMS_PER_NEURO,
+  curator: 100 * ATOMS_PER_NEURO,
   referee: 100 * ATOMS_PER_NEURO,
   worker: 10 * ATOMS_PER_NEURO,
   provider: 100 * ATOMS_PER_NEURO,
   client: 10 * ATOMS_PER_NEURO,
 } as const;
 
-/** The genesis fields that pin the training contents (schema of `genesis/schema.ts`). */
-export function trainingFields(contents: DevnetContents): JsonObject {
+/**
+ * The genesis fields that pin the training contents (schema of `genesis/schema.ts`): the model, the codec, the
+ * step's learning rate and clip, and the data lifecycle over the devnet's pinned sources (so the genesis lists
+ * no training batches: the devnet trains only on admitted cohorts).
+ */
+export function trainingFields(contents: DevnetContents, sources: readonly SourceFile[]): JsonObject {
   return {
     model: { manifest: contents.model.manifest as unknown as JsonObject, root: contents.model.root },
     codec: { root: contents.codec.root, manifest: contents.codec.manifest as unknown as JsonObject },
-    training: {
-      learning_rate: contents.learningRate,
-      clip: contents.clip,
-      batches: contents.batches as unknown as JsonObject[],
-    },
+    training: { learning_rate: contents.learningRate, clip: contents.clip, batches: [] },
+    data: devnetDataSection(sources),
   };
-}
-
-/** Training fields with a data section: the data section added and no genesis batches. */
-function withData(fields: JsonObject, data: JsonObject | undefined): JsonObject {
-  if (data === undefined) return fields;
-  return { ...fields, training: { ...(fields.training as JsonObject), batches: [] }, data };
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -122,9 +124,10 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
   for await (const entry of Deno.readDir(d)) {
     if (
       entry.isDirectory &&
-      /^(validator-\d+|worker-\d+|forger|sponsor|referee|provider|provider-forger|client|faucet)$/.test(
-        entry.name,
-      )
+      /^(validator-\d+|worker-\d+|forger|sponsor|referee|curator|provider|provider-forger|client|faucet)$/
+        .test(
+          entry.name,
+        )
     ) {
       names.push(entry.name);
     }
@@ -140,6 +143,7 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
     validators: homes("validator-"),
     workers: homes("worker-"),
     forger: `${d}/forger`,
+    curator: `${d}/curator`,
     sponsor: `${d}/sponsor`,
     referee: `${d}/referee`,
     provider: `${d}/provider`,
@@ -166,7 +170,12 @@ export async function ensureDevnet(
   });
   progress("training the devnet tokenizer and initialising the devnet model");
   const contents = devnetContents();
-  progress(`codec ${contents.codec.root}, model ${contents.model.root}, ${contents.batches.length} batches`);
+  const sources = devnetSourceFiles();
+  progress(
+    `codec ${contents.codec.root}, model ${contents.model.root}, sources ${
+      sources.map((f) => `${f.file} (${f.spec.role})`).join(", ")
+    }`,
+  );
   const actors = [
     ...Array.from(
       { length: options.workers ?? 3 },
@@ -175,6 +184,7 @@ export async function ensureDevnet(
     ["forger", DEVNET_FUNDING.worker] as const,
     ["sponsor", DEVNET_FUNDING.sponsor] as const,
     ["referee", DEVNET_FUNDING.referee] as const,
+    ["curator", DEVNET_FUNDING.curator] as const,
     ["provider", DEVNET_FUNDING.provider] as const,
     ["provider-forger", DEVNET_FUNDING.provider] as const,
     ["client", DEVNET_FUNDING.client] as const,
@@ -191,8 +201,19 @@ export async function ensureDevnet(
     time: DEVNET_GENESIS_TIME,
     blockIntervalMs: options.blockIntervalMs ?? 1_000,
     accounts,
-    ...withData(trainingFields(contents), options.data),
+    ...trainingFields(contents, sources),
+    params: { steps_per_cohort: DEVNET_STEPS_PER_COHORT },
   });
+  // Every operator keeps its own copy of the raw files: the Curator to collect, each validator to review.
+  await writeDevnetSources(`${staging}/sources`, sources);
+  await writeDevnetSources(`${staging}/curator/sources`, sources);
+  for (const home of ledger.homes) {
+    await writeDevnetSources(`${home}/sources`, sources);
+    await Deno.writeTextFile(
+      `${home}/review-policy.json`,
+      JSON.stringify({ sources: "sources/sources.json", poll_ms: 500 }) + "\n",
+    );
+  }
   progress("storing the genesis objects in every home");
   const homes = [...ledger.homes.map((h) => h.slice(h.lastIndexOf("/") + 1)), ...actors.map(([n]) => n)];
   await storeContents(new ObjectStore(`${staging}/objects`), contents);

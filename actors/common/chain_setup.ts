@@ -24,7 +24,12 @@ export interface ChainSetup {
   readonly genesisPath: string;
   readonly params: WorkflowParams;
   readonly batches: readonly Batch[];
-  /** `id` of the list of batch ids, as the ledger's lifecycle reports it. */
+  /**
+   * True when the chain trains on admitted cohorts (a genesis `data` section): `batches` is empty and each
+   * assignment's batch is the one its cohort's schedule binds, read from the chain.
+   */
+  readonly data: boolean;
+  /** `id` of the list of batch ids, as the ledger's lifecycle reports it (genesis batches only). */
   readonly data_root: string;
   readonly learning_rate: string;
   readonly clip: string;
@@ -61,6 +66,7 @@ export async function findChainSetup(
       genesisPath: path,
       params: g.params,
       batches,
+      data: g.data !== null,
       data_root: id(batches.map((b) => id(b as unknown as JsonValue))),
       learning_rate: g.training.learning_rate,
       clip: g.training.clip,

@@ -155,7 +155,9 @@ export class JobTrack {
       const record = metadata[body.record_root as string] as unknown as StepRecord;
       const parent = await this.deps.chain.manifest(record.parent);
       const a = this.state.assignment;
-      const batch = this.deps.setup.batches[a.sequence_index]!;
+      const batch = this.deps.setup.data
+        ? await this.deps.chain.batch(a.batch)
+        : this.deps.setup.batches[a.sequence_index]!;
       this.parts = { parent, traces: record.traces.map((r) => metadata[r] as unknown as StageTrace) };
       const { learning_rate, clip } = this.deps.setup;
       return {

@@ -69,6 +69,15 @@ export interface SponsorSetup {
 
 const FINAL = new Set(["settled", "rejected", "expired"]);
 
+/** The genesis batch of `round` on a chain without the data lifecycle (`training_batches[round mod n]`). */
+function genesisBatch(
+  cs: ChainSetup,
+  round: number,
+): { data_root: string; sequence_index: number; batch: string } {
+  const seq = round % cs.batches.length;
+  return { data_root: cs.data_root, sequence_index: seq, batch: id(cs.batches[seq] as unknown as JsonValue) };
+}
+
 /** A sponsor over one home. */
 export class Sponsor {
   /** The height when the last attempt failed (the next one waits for a later block). */
@@ -140,14 +149,11 @@ export class Sponsor {
       block: { time: number; txs: { body: JsonObject; public_key: string }[] };
     };
     const index = b.block.txs.findIndex((tx) => txid(tx as never) === assignmentId);
-    const seq = a.round % cs.batches.length;
     const r = reserveState({
       id: assignmentId,
       owner: home.key.accountId,
       workers: a.workers,
-      data_root: cs.data_root,
-      sequence_index: seq,
-      batch: id(cs.batches[seq] as unknown as JsonValue),
+      ...(cs.data ? await this.scheduled(a) : genesisBatch(cs, a.round)),
     }, { height, time: b.block.time, params: cs.params });
     if (!r.ok || index < 0) {
       throw new ProtocolError(
@@ -157,6 +163,27 @@ export class Sponsor {
     }
     const deps = { chain, log: this.log, setup: cs };
     return JobTrack.open(deps, assignmentId, r.state, { height, index: index + 1 });
+  }
+
+  /**
+   * The batch the active cohort's schedule binds for the attempt's round: the cohort started at round
+   * `training_round − position` (both read from one `/lifecycle` answer), so the round's step is
+   * `round − start`.
+   */
+  private async scheduled(a: Attempt): Promise<{ data_root: string; sequence_index: number; batch: string }> {
+    const lc = await this.setup.chain.lifecycle() as unknown as {
+      training_round: number;
+      data: { cohort: { data_root: string; position: number; schedule: { batch: string }[] } | null } | null;
+    };
+    const cohort = lc.data?.cohort;
+    const step = cohort ? a.round - (lc.training_round - cohort.position) : -1;
+    if (!cohort || step < 0 || step >= cohort.schedule.length) {
+      throw new ProtocolError(
+        "internal_error",
+        `Cannot journal attempt ${a.n}: no cohort step for round ${a.round}`,
+      );
+    }
+    return { data_root: cohort.data_root, sequence_index: step, batch: cohort.schedule[step]!.batch };
   }
 
   private async pause(): Promise<void> {

@@ -40,6 +40,8 @@ export interface ClaimOutcome {
   readonly loss: number | null;
   /** The candidate model root the claim proposes. */
   readonly model_root: string | null;
+  /** The root of the batch the claim trained on (its record's `batch`). */
+  readonly batch: string | null;
 }
 
 /** A scanned transaction: its block height, kind, sender and whether it was accepted. */
@@ -140,6 +142,7 @@ export class ChainView {
         reason: typeof state.reason === "string" ? state.reason : null,
         loss: claimLoss(tx.body.metadata ?? null, String(tx.body.record_root)),
         model_root: isObject(record) && typeof record.model_root === "string" ? record.model_root : null,
+        batch: isObject(record) && typeof record.batch === "string" ? record.batch : null,
       });
     }
     return out;

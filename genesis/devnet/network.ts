@@ -1,5 +1,6 @@
 /**
- * Starts the devnet's processes: the proposer and the replicas following it, the honest workers, the forging
+ * Starts the devnet's processes: the proposer and the replicas following it (each reviewing data proposals
+ * from its own copy of the sources and voting only on approve), the honest workers, the forging
  * worker (`--forge optimizer`, when the scenario forges), and the referee; writes the workers files the
  * sponsor and the referee read (URLs of this run, token files, capacities that place the devnet model on 3
  * stages). The sponsor is started by the scenario, phase by phase.
@@ -39,8 +40,10 @@ async function writeWorkers(path: string, homes: readonly string[], urls: readon
   await Deno.writeTextFile(path, JSON.stringify(entries, null, 2) + "\n");
 }
 
+/** A validator's arguments: its home, the genesis, and its operator's review policy (it reviews and votes). */
 function validatorArgs(layout: DevnetLayout, i: number): string[] {
-  return ["--home", layout.validators[i]!, "--genesis", layout.genesisPath];
+  const home = layout.validators[i]!;
+  return ["--home", home, "--genesis", layout.genesisPath, "--review-policy", `${home}/review-policy.json`];
 }
 
 /**

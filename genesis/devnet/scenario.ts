@@ -1,7 +1,9 @@
 /**
- * The devnet scenario: builds the devnet if needed, starts 4 validators (a proposer and 3 replicas), 3
- * honest workers, a forging worker (`--forge optimizer`), a referee and the sponsor as separate processes, and
- * drives the phases of `scenario_journal.ts`: the sponsor trains `steps` honest steps; then it runs one step
+ * The devnet scenario: builds the devnet if needed, starts 4 validators (a proposer and 3 replicas, each
+ * reviewing data proposals by its operator's policy), 3 honest workers, a forging worker (`--forge
+ * optimizer`), a referee and the sponsor as separate processes, and drives the phases of
+ * `scenario_journal.ts`: the Curator collects the pinned sources and proposes a cohort, which the validators
+ * review and vote in (`cohort_phase.ts`); then the sponsor trains `steps` honest steps on its schedule; then it runs one step
  * with the forger in stage 1 (the referee replays it, challenges, uploads, seals and resolves, and the chain
  * rejects it with the slash); then it trains `after` more honest steps; then the paid-inference phase of
  * `inference_phase.ts` buys answers from a Provider and from one with `--forge token`, which the referee gets
@@ -17,6 +19,7 @@ import { type DevnetLayout, ensureDevnet } from "../devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
 import { loadScenario, newScenario, saveScenario, type Scenario, targetSteps } from "./scenario_journal.ts";
 import { collectSummary, type DevnetSummary } from "./summary.ts";
+import { admitCohort } from "./cohort_phase.ts";
 import { startNetwork } from "./network.ts";
 import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
@@ -156,6 +159,11 @@ export async function runScenario(
 
   while (scenario.phase !== "done") {
     aborted(signal);
+    if (scenario.phase === "cohort") {
+      await admitCohort({ sup, layout, rpc, chain, say, signal });
+      await journal({ ...scenario, phase: "honest" });
+      continue;
+    }
     if (scenario.phase === "honest" || scenario.phase === "after") {
       await untilExit(await sponsor(net.workersFile, targetSteps(scenario, scenario.phase)));
       if (scenario.phase === "after" || !scenario.forge) await journal({ ...scenario, phase: "done" });

@@ -4,8 +4,10 @@
  * the scenario acts on a new phase, so a devnet killed at any moment resumes in the same phase; everything
  * else (steps settled, the forged claim, losses) is read back from the chain.
  *
- * Phases: `honest` (the first honest steps) → `forge` (one step with the forging worker in the pipeline)
- * → `after` (the honest steps after it) → `done`. Without the forge the scenario goes `honest` → `done`.
+ * Phases: `cohort` (a cohort collected, proposed, reviewed, voted and activated) → `honest` (the first honest
+ * steps) → `forge` (one step with the forging worker in the pipeline)
+ * → `after` (the honest steps after it) → `done`. Without the forge the scenario goes `cohort` → `honest` →
+ * `done`.
  *
  * @example
  * ```ts
@@ -18,7 +20,7 @@ import { canonical, hasExactKeys, isObject, parseJson } from "../../core/canonic
 import { ProtocolError } from "../../core/errors.ts";
 
 /** A scenario phase. */
-export type ScenarioPhase = "honest" | "forge" | "after" | "done";
+export type ScenarioPhase = "cohort" | "honest" | "forge" | "after" | "done";
 
 /** The journaled scenario. */
 export interface Scenario {
@@ -35,15 +37,16 @@ export interface Scenario {
 }
 
 const FIELDS = ["steps", "forge", "after", "phase", "forge_from_height", "forge_claim"];
-const PHASES: readonly string[] = ["honest", "forge", "after", "done"];
+const PHASES: readonly string[] = ["cohort", "honest", "forge", "after", "done"];
 
 /** A scenario about to start. */
 export function newScenario(steps: number, forge: boolean, after = 2): Scenario {
-  return { steps, forge, after, phase: "honest", forge_from_height: null, forge_claim: null };
+  return { steps, forge, after, phase: "cohort", forge_from_height: null, forge_claim: null };
 }
 
 /** The settled steps the scenario wants at the end of `phase`. */
 export function targetSteps(s: Scenario, phase: ScenarioPhase): number {
+  if (phase === "cohort") return 0;
   if (phase === "honest" || !s.forge) return s.steps;
   if (phase === "forge") return s.steps + 1;
   return s.steps + s.after;

@@ -40,6 +40,10 @@ export interface DevnetSummary extends JsonObject {
   inference: InferenceOutcome[];
   /** The validators' consensus engine (set by the scenario). */
   engine?: "embedded" | "cometbft";
+  /** The active cohort the devnet trained on, or null on a chain without the data lifecycle. */
+  cohort: CohortSummary | null;
+  /** True when every claim trained on a batch of the active cohort's schedule. */
+  trained_on_admitted: boolean;
 }
 
 /** One paid answer as the chain settled it. */
@@ -92,6 +96,55 @@ export async function collectInference(layout: DevnetLayout, rpc: string): Promi
   return out;
 }
 
+/** The admitted cohort: who voted it in and what it holds. */
+export interface CohortSummary extends JsonObject {
+  data_root: string;
+  proposal: string;
+  /** The validators (by name) whose owners voted yes. */
+  voters: string[];
+  documents: { retention: number; fresh: number; train: number };
+  windows: { source: string; start: number; end: number }[];
+  steps: number;
+  position: number;
+}
+
+/** The active cohort from a validator's `/lifecycle`, `/data/proposal` and the devnet's names. */
+async function cohortSummary(view: ChainView, layout: DevnetLayout): Promise<
+  { summary: CohortSummary; schedule: string[] } | null
+> {
+  const lc = await view.get("/lifecycle") as {
+    data?: {
+      cohort: {
+        data_root: string;
+        proposal: string;
+        steps: number;
+        position: number;
+        schedule: { batch: string }[];
+      } | null;
+    } | null;
+  };
+  const c = lc.data?.cohort;
+  if (!c) return null;
+  const p = await view.get(`/data/proposal?id=${c.proposal}`) as {
+    state: { votes: [string, boolean][] };
+    document: { windows: CohortSummary["windows"]; documents: { role: string }[] };
+  };
+  const names = new Map(Object.entries(layout.accounts).map(([name, account]) => [account, name]));
+  const count = (role: string) => p.document.documents.filter((d) => d.role === role).length;
+  return {
+    summary: {
+      data_root: c.data_root,
+      proposal: c.proposal,
+      voters: p.state.votes.filter(([, yes]) => yes).map(([owner]) => names.get(owner) ?? owner),
+      documents: { retention: count("retention"), fresh: count("fresh"), train: count("train") },
+      windows: p.document.windows,
+      steps: c.steps,
+      position: c.position,
+    },
+    schedule: c.schedule.map((s) => s.batch),
+  };
+}
+
 /** `{genesis_supply, issued, burned}` read from a validator's state file (read-only). */
 export function supplyTotals(home: string): { genesis_supply: number; issued: number; burned: number } {
   const db = new DatabaseSync(`${home}/state.sqlite`, { readOnly: true });
@@ -128,6 +181,7 @@ export async function collectSummary(layout: DevnetLayout, urls: readonly string
     balances.push({ name, account, balance: await proposer.balance(account) });
   }
   const totals = supplyTotals(layout.validators[0]!);
+  const cohort = await cohortSummary(proposer, layout);
   return {
     height,
     app_hash,
@@ -146,6 +200,9 @@ export async function collectSummary(layout: DevnetLayout, urls: readonly string
     burned: totals.burned,
     balances,
     inference: await collectInference(layout, urls[0]!),
+    cohort: cohort?.summary ?? null,
+    trained_on_admitted: cohort !== null &&
+      claims.every((c) => c.batch !== null && cohort.schedule.includes(c.batch)),
   };
 }
 
@@ -164,6 +221,19 @@ export function formatSummary(s: DevnetSummary): string {
   }
   lines.push(`settled steps ${s.settled}, rejected claims ${s.rejected.length}`);
   for (const r of s.rejected) lines.push(`  rejected ${r.claim_id}: ${r.reason ?? "no reason given"}`);
+  if (s.cohort) {
+    const c = s.cohort;
+    lines.push(
+      `cohort ${c.data_root}: ${c.documents.retention} retention, ${c.documents.fresh} fresh, ${c.documents.train} ` +
+        `train documents from ${c.windows.map((w) => `${w.source} ${w.start}-${w.end - 1}`).join(", ")}`,
+    );
+    lines.push(
+      `  voted in by ${c.voters.join(", ")}; ${c.position} of ${c.steps} scheduled steps trained; ` +
+        (s.trained_on_admitted
+          ? "every claim trained on an admitted batch"
+          : "a claim trained on a batch NOT in the schedule"),
+    );
+  }
   lines.push(`atoms issued ${s.issued} (${neuro(s.issued)}), burned ${s.burned} (${neuro(s.burned)})`);
   if (s.inference.length > 0) lines.push("paid answers:");
   for (const [i, a] of s.inference.entries()) {

@@ -41,6 +41,7 @@ function setup() {
     genesisPath: "",
     params: DEVNET_PARAMS,
     batches: [],
+    data: false,
     data_root: "d".repeat(64),
     learning_rate: "0x1p-4",
     clip: "0x1p+0",

@@ -1,0 +1,104 @@
+/**
+ * The devnet's pinned sources: the bundled generator's text written as real source files, so the devnet
+ * trains only on data a Curator collected, proposed and the validators voted in.
+ *
+ * | source | role | format | rows |
+ * |---|---|---|---|
+ * | `devnet-chat` | train | JSON Lines | generator rows after the tokenizer's (seed `devnet-0`) |
+ * | `devnet-retention` | retention | Parquet | seed `devnet-retention` |
+ * | `devnet-fresh` | fresh | JSON Lines | seed `devnet-fresh` |
+ *
+ * Every file is a pure function of the generator, so every build gets the same bytes and the same specs (and
+ * so the same genesis `data` section). The Curator and each validator get their own copy of the files with a
+ * sources file (`sources.json`) naming them; the windows are short (48 tokens of context, 16 of response, up
+ * to 4 windows) so a step takes seconds in the reference kernels.
+ *
+ * @example
+ * ```ts
+ * import { devnetSourceFiles, writeDevnetSources } from "./sources.ts";
+ * const files = devnetSourceFiles(); // [{file, spec, bytes}, ...]
+ * await writeDevnetSources(".neuroshard/devnet/curator/sources", files);
+ * ```
+ */
+import type { JsonObject } from "../../core/canonical.ts";
+import { sha256Hex } from "../../core/digest.ts";
+import type { SourceSpec } from "../../text/sources/spec.ts";
+import { jsonlBytes, parquetBytes } from "../../text/sources/write.ts";
+import type { WindowOptions } from "../../text/windows.ts";
+import { sourcesFileValue } from "../../actors/curator/config.ts";
+import { DEVNET_TOKENIZER_ROWS } from "./codec.ts";
+import { devnetRows, GENERATOR_VERSION } from "./generator.ts";
+
+/** Rows of each devnet source. */
+export const DEVNET_SOURCE_ROWS = { train: 512, retention: 128, fresh: 128 } as const;
+/** The Curator's and the reviewers' window settings on the devnet. */
+export const DEVNET_CURATOR_WINDOWS: WindowOptions = { context: 48, response: 16, maxWindows: 4 };
+/** Blocks an activated devnet cohort has to finish its schedule. */
+export const DEVNET_TRAINING_BLOCKS = 100_000;
+/** Scheduled steps of a devnet cohort (the profile's most, so `--steps` has room). */
+export const DEVNET_STEPS_PER_COHORT = 64;
+
+/** One source file: its name in the sources folder, its spec and its bytes. */
+export interface SourceFile {
+  readonly file: string;
+  readonly spec: SourceSpec;
+  readonly bytes: Uint8Array;
+}
+
+function source(
+  name: string,
+  role: SourceSpec["role"],
+  format: SourceSpec["format"],
+  seed: string,
+  first: number,
+  rows: number,
+): SourceFile {
+  const data = devnetRows({ generator: GENERATOR_VERSION, seed }, first, rows);
+  const bytes = format === "jsonl" ? jsonlBytes(data) : parquetBytes(data);
+  const spec: SourceSpec = {
+    name,
+    revision: GENERATOR_VERSION,
+    split: `rows-${first}-${first + rows - 1}`,
+    license: "cc0-1.0",
+    role,
+    format,
+    sha256: sha256Hex(bytes),
+  };
+  return { file: `${name}.${format}`, spec, bytes };
+}
+
+/** The three devnet source files (a second or so: the generator and the Parquet writer). */
+export function devnetSourceFiles(): SourceFile[] {
+  const r = DEVNET_SOURCE_ROWS;
+  return [
+    source("devnet-chat", "train", "jsonl", "devnet-0", DEVNET_TOKENIZER_ROWS, r.train),
+    source("devnet-retention", "retention", "parquet", "devnet-retention", 0, r.retention),
+    source("devnet-fresh", "fresh", "jsonl", "devnet-fresh", 0, r.fresh),
+  ];
+}
+
+/** The genesis `data` section pinning `files`, every cursor at 0. */
+export function devnetDataSection(files: readonly SourceFile[]): JsonObject {
+  return {
+    sources: files.map((f) => ({ ...f.spec })),
+    cursors: Object.fromEntries(files.map((f) => [f.spec.name, 0])),
+    training_blocks: DEVNET_TRAINING_BLOCKS,
+  };
+}
+
+/** Writes the files and a `sources.json` naming them into `dir` (an operator's own copy). */
+export async function writeDevnetSources(dir: string, files: readonly SourceFile[]): Promise<string> {
+  await Deno.mkdir(dir, { recursive: true });
+  for (const f of files) await Deno.writeFile(`${dir}/${f.file}`, f.bytes);
+  const path = `${dir}/sources.json`;
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify(
+      sourcesFileValue(files.map((f) => ({ file: f.file, spec: f.spec })), DEVNET_CURATOR_WINDOWS),
+      null,
+      2,
+    ) +
+      "\n",
+  );
+  return path;
+}
