@@ -86,6 +86,8 @@ export interface CollectReport extends JsonObject {
 /** A running curator over one home. */
 export class Curator {
   private readonly reader = new SourceReader();
+  /** A `propose` a crash left unfinished and `open` finished: the next `propose` answers with it. */
+  private recoveredProposal: string | null = null;
   private codecs = new Map<string, TextCodec>();
 
   private constructor(
@@ -102,7 +104,10 @@ export class Curator {
     });
     const curator = new Curator(setup, submitter, null as unknown as DurableActor);
     curator.actor = await DurableActor.open(setup.home.journal, curator.definition(), { recover: false });
-    for (const r of await curator.actor.recover()) if (!r.ok) throw r.error;
+    for (const r of await curator.actor.recover()) {
+      if (!r.ok) throw r.error;
+      if (setup.home.journal.operation(r.opId)?.handler === "propose") curator.recoveredProposal = r.opId;
+    }
     return curator;
   }
 
@@ -145,6 +150,12 @@ export class Curator {
 
   /** Builds and proposes a cohort with at most `train` train documents; the recorded proposal. */
   async propose(train: number): Promise<ProposalRecord> {
+    if (this.recoveredProposal !== null) {
+      // The interrupted run's proposal, finished on open: the command it was part of is done.
+      const op = this.setup.home.journal.operation(this.recoveredProposal)!;
+      this.recoveredProposal = null;
+      return this.unwrap<ProposalRecord>(op.result!);
+    }
     const facts = await this.setup.chain.facts();
     const previous = facts.data_root;
     // A proposal the chain refused, or one that expired unapproved, lets the next attempt go ahead.

@@ -28,7 +28,7 @@ Deno.test({
   fn: async () => {
     const net = await startCuratorNet({
       curators: 1 + PROPOSE_POINTS.length,
-      params: { proposal_blocks: 12 },
+      params: { proposal_blocks: 40 },
     });
     try {
       const [control, ...crashed] = net.curators as [string, ...string[]];

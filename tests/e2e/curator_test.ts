@@ -45,7 +45,7 @@ Deno.test({
     const net = await startCuratorNet({
       autoReview: [true, true, true, false],
       curators: 2 + COLLECT_POINTS.length,
-      params: { proposal_blocks: 24 },
+      params: { proposal_blocks: 80 },
     });
     try {
       const [honest, other] = net.curators as [string, string];

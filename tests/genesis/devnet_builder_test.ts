@@ -9,6 +9,14 @@ import { genesisId, parseGenesis } from "../../genesis/schema.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
 import { DEVNET_FUNDING, DEVNET_GENESIS_TIME, ensureDevnet } from "../../genesis/devnet_builder.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
+import { sha256Hex } from "../../core/digest.ts";
+import { loadSourcesFile } from "../../actors/curator/config.ts";
+import { loadReviewPolicy } from "../../actors/curator/auto_review.ts";
+import {
+  DEVNET_CURATOR_WINDOWS,
+  DEVNET_STEPS_PER_COHORT,
+  devnetSourceFiles,
+} from "../../genesis/devnet/sources.ts";
 
 const contents = devnetContents();
 
@@ -16,7 +24,7 @@ async function mode(path: string): Promise<number> {
   return (await Deno.stat(path)).mode! & 0o777;
 }
 
-Deno.test("the devnet build writes a training genesis, funded 0600 keys for every role and the model in every home", async () => {
+Deno.test("the devnet build writes a data-lifecycle genesis, funded 0600 keys, the model in every home and each operator's own sources", async () => {
   const tmp = await Deno.makeTempDir();
   try {
     const dir = `${tmp}/devnet`;
@@ -28,12 +36,32 @@ Deno.test("the devnet build writes a training genesis, funded 0600 keys for ever
     assertEquals(d.genesisId, genesisId(value));
     assertEquals([g.genesis_time, g.params, g.consensus.block_interval_ms], [
       DEVNET_GENESIS_TIME,
-      DEVNET_PARAMS,
+      { ...DEVNET_PARAMS, steps_per_cohort: DEVNET_STEPS_PER_COHORT },
       1_000,
     ]);
     assertEquals(g.training!.root, contents.model.root);
     assertEquals([g.training!.learning_rate, g.training!.clip], [contents.learningRate, contents.clip]);
-    assertEquals(g.training!.batches, contents.batches);
+    // No genesis batches: the devnet trains on admitted cohorts over its pinned sources.
+    assertEquals(g.training!.batches, []);
+    const files = devnetSourceFiles();
+    assertEquals(g.data!.sources, files.map((f) => f.spec));
+    assertEquals(files.map((f) => [f.spec.name, f.spec.role, f.spec.format]), [
+      ["devnet-chat", "train", "jsonl"],
+      ["devnet-retention", "retention", "parquet"],
+      ["devnet-fresh", "fresh", "jsonl"],
+    ]);
+    assertEquals(g.data!.cursors, { "devnet-chat": 0, "devnet-retention": 0, "devnet-fresh": 0 });
+    for (const home of [d.curator, ...d.validators]) {
+      const config = await loadSourcesFile(`${home}/sources/sources.json`);
+      assertEquals(config.sources.map((s) => s.spec), files.map((f) => f.spec));
+      for (const s of config.sources) assertEquals(sha256Hex(await Deno.readFile(s.file)), s.spec.sha256);
+    }
+    for (const home of d.validators) {
+      assertEquals(
+        (await loadReviewPolicy(`${home}/review-policy.json`)).config.windows,
+        DEVNET_CURATOR_WINDOWS,
+      );
+    }
     assertEquals(g.codec, { root: contents.codec.root, manifest: contents.codec.manifest as never });
     assertEquals(d.validators.map((v) => v.slice(dir.length)), [
       "/validator-0",
@@ -45,14 +73,15 @@ Deno.test("the devnet build writes a training genesis, funded 0600 keys for ever
     const balance = new Map(g.accounts.map((a) => [a.id, a.balance]));
     assertEquals(balance.get(d.accounts.sponsor!), DEVNET_FUNDING.sponsor);
     assertEquals(balance.get(d.accounts.referee!), DEVNET_FUNDING.referee);
+    assertEquals(balance.get(d.accounts.curator!), DEVNET_FUNDING.curator);
     for (const w of ["worker-0", "worker-1", "worker-2", "forger"]) {
       assertEquals(balance.get(d.accounts[w]!), DEVNET_FUNDING.worker);
     }
     assertEquals(g.validators.map((v) => v.owner), [0, 1, 2, 3].map((i) => d.accounts[`validator-${i}`]));
-    for (const home of [...d.workers, d.forger, d.sponsor, d.referee]) {
+    for (const home of [...d.workers, d.forger, d.sponsor, d.referee, d.curator]) {
       assertEquals([await mode(`${home}/account.key`), await mode(`${home}/token`)], [0o600, 0o600]);
     }
-    for (const home of [...d.validators, ...d.workers, d.forger, d.sponsor, d.referee]) {
+    for (const home of [...d.validators, ...d.workers, d.forger, d.sponsor, d.referee, d.curator]) {
       const store = new ObjectStore(`${home}/objects`);
       for (const root of contents.objects.keys()) assertEquals(await store.has(root), true);
     }

@@ -60,12 +60,13 @@ Deno.test("a malformed scenario journal is refused with invalid_value and left a
 
 Deno.test("the sponsor is told N settled steps for the honest phase, N+1 with the forger and N+2 after it", () => {
   const s = newScenario(5, true);
-  assertEquals(["honest", "forge", "after"].map((p) => targetSteps(s, p as never)), [5, 6, 7]);
+  assertEquals(s.phase, "cohort"); // a new scenario admits a cohort first
+  assertEquals(["cohort", "honest", "forge", "after"].map((p) => targetSteps(s, p as never)), [0, 5, 6, 7]);
   assertEquals(targetSteps(newScenario(3, false), "after"), 3);
 });
 
 Deno.test("progress lines show the sponsor's step, phase, height and loss and the referee's challenges only", () => {
-  const s = newScenario(5, true);
+  const s = { ...newScenario(5, true), phase: "honest" as const };
   const sponsor = `{"attempt":1,"event":"step","height":13,"loss":"${
     toHexFloat(8.38888)
   }","phase":"claim","step":2}`;
