@@ -28,11 +28,9 @@ import { canonicalBytes, decodeCanonical, type JsonObject, type JsonValue } from
 import { ProtocolError } from "../../core/errors.ts";
 import { txid } from "../../ledger/envelope.ts";
 import { loadCodec, type TextCodec } from "../../text/codec.ts";
-import { reservedStrings, validateConversation } from "../../text/conversation.ts";
 import { rowDocument } from "../../text/sources/document.ts";
 import type { PinnedSource } from "../../text/sources/source.ts";
 import type { ChatMessage } from "../../text/template_render.ts";
-import { buildWindows } from "../../text/windows.ts";
 import { envelopeOf } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
 import { defineActor, DurableActor, type OperationContext } from "../runtime/durable.ts";
@@ -46,7 +44,7 @@ import { SourceReader } from "./reader.ts";
 import type { ChainFacts, CuratorChain } from "./chain_data.ts";
 import type { CuratorSource, SourcesConfig } from "./config.ts";
 import { type Collected, readCorpus, type Tranche } from "./corpus.ts";
-import { screenTranche } from "./screen.ts";
+import { screenTranche, usableRow } from "./screen.ts";
 import { documentBatches } from "./windows.ts";
 
 /** What a curator runs with. */
@@ -254,17 +252,7 @@ export class Curator {
     const codec = await this.codec(facts.tokenizer_root);
     const ids = rows.map((m) => rowDocument(m).id);
     const consumed = await ctx.step("consumed", () => this.setup.chain.consumedAmong(ids, []));
-    const reserved = reservedStrings(codec);
-    const usable = (messages: ChatMessage[]): string | null => {
-      try {
-        validateConversation(messages, reserved, { generation: false });
-        buildWindows(codec, messages, this.setup.config.windows);
-        return null;
-      } catch (e) {
-        if (e instanceof ProtocolError) return e.code;
-        throw e;
-      }
-    };
+    const usable = usableRow(codec, this.setup.config.windows);
     const { tranche, objects } = screenTranche({
       source: input.source,
       start: input.start,

@@ -14,7 +14,32 @@
 import { NEAR_DUPLICATE_DISTANCE } from "../../text/hygiene.ts";
 import { rowDocument } from "../../text/sources/document.ts";
 import type { ChatMessage } from "../../text/template_render.ts";
+import { ProtocolError } from "../../core/errors.ts";
+import type { TextCodec } from "../../text/codec.ts";
+import { reservedStrings, validateConversation } from "../../text/conversation.ts";
+import { buildWindows, type WindowOptions } from "../../text/windows.ts";
 import type { Collected, Corpus, Dropped, Tranche } from "./corpus.ts";
+
+/**
+ * The curator's usability rule for a row: null when it is a valid conversation that can be cut into windows
+ * with `codec` and `windows`, else the error code that refuses it.
+ */
+export function usableRow(
+  codec: TextCodec,
+  windows: WindowOptions,
+): (messages: ChatMessage[]) => string | null {
+  const reserved = reservedStrings(codec);
+  return (messages) => {
+    try {
+      validateConversation(messages, reserved, { generation: false });
+      buildWindows(codec, messages, windows);
+      return null;
+    } catch (e) {
+      if (e instanceof ProtocolError) return e.code;
+      throw e;
+    }
+  };
+}
 
 /** What screening a tranche needs. */
 export interface ScreenInput {

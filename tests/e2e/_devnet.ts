@@ -13,8 +13,83 @@ import { initModel, type Model } from "../../kernels/model.ts";
 import type { Manifest } from "../../kernels/manifest.ts";
 import { place } from "../../kernels/placement.ts";
 import { trainStep } from "../../kernels/step.ts";
+import type { JsonValue } from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
+import type { Batch } from "../../kernels/batch.ts";
+import { NOTHING_CONSUMED } from "../../ledger/data/document.ts";
+import { TextCodec } from "../../text/codec.ts";
+import { JsonlRows } from "../../text/sources/jsonl.ts";
+import { ParquetRows } from "../../text/sources/parquet.ts";
+import type { ChatMessage } from "../../text/template_render.ts";
+import { cohortSchedule } from "../../workflows/cohort.ts";
+import { buildCohort } from "../../actors/curator/build.ts";
+import { Corpus } from "../../actors/curator/corpus.ts";
+import { screenTranche, usableRow } from "../../actors/curator/screen.ts";
+import {
+  DEVNET_CURATOR_WINDOWS,
+  DEVNET_STEPS_PER_COHORT,
+  devnetDataSection,
+  devnetSourceFiles,
+} from "../../genesis/devnet/sources.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
+
+let scheduleCache: Batch[] | undefined;
+
+/**
+ * The batches the devnet's first cohort schedules, computed in-process from the pinned source files alone:
+ * every row screened as the Curator screens it, the cohort built as the Curator builds it against the genesis
+ * data root, and the schedule fixed as the ledger fixes it at activation (no previous cohort, so no replay).
+ */
+export async function devnetSchedule(): Promise<Batch[]> {
+  if (scheduleCache) return scheduleCache;
+  const contents = devnetContents();
+  const codec = TextCodec.fromParts(
+    contents.codec.manifest as never,
+    contents.codec.backend,
+    contents.codec.root,
+  );
+  const files = devnetSourceFiles();
+  const corpus = new Corpus();
+  const messages = new Map<string, ChatMessage[]>();
+  const usable = usableRow(codec, DEVNET_CURATOR_WINDOWS);
+  for (const f of files) {
+    const reader = f.spec.format === "jsonl"
+      ? new JsonlRows(f.spec.name, f.bytes)
+      : ParquetRows.open(f.spec.name, f.bytes);
+    const rows = await reader.read(0, reader.count);
+    const { tranche } = screenTranche({
+      source: f.spec.name,
+      start: 0,
+      rows,
+      corpus,
+      consumed: new Set(),
+      usable,
+    });
+    corpus.add(tranche);
+    for (const d of tranche.kept) messages.set(d.object, rows[d.row]!);
+  }
+  const built = buildCohort({
+    corpus,
+    sources: files.map((f) => ({ spec: f.spec, file: f.file })),
+    facts: {
+      data_root: id(devnetDataSection(files)),
+      tokenizer_root: codec.root,
+      cursors: {},
+      consumed: NOTHING_CONSUMED,
+    },
+    codec,
+    windows: DEVNET_CURATOR_WINDOWS,
+    train: 128,
+    messages: (d) => messages.get(d.object)!,
+  });
+  const train = built.document.documents.filter((d) => d.role === "train").flatMap((d) => d.batches);
+  const byRoot = new Map(built.batches.map((b) => [id(b as unknown as JsonValue), b]));
+  scheduleCache = cohortSchedule(built.root, train, null, DEVNET_STEPS_PER_COHORT).map((s) =>
+    byRoot.get(s.batch)!
+  );
+  return scheduleCache;
+}
 
 /** How a devnet run ended. */
 export interface DevnetRun {
@@ -103,7 +178,7 @@ export async function liveChildren(dir: string): Promise<number> {
 }
 
 /** The losses of `steps` honest devnet steps and the learning root they end at, computed in-process. */
-export function honestRun(steps: number): { losses: number[]; root: string } {
+export function honestRun(steps: number, schedule: readonly Batch[]): { losses: number[]; root: string } {
   const contents = devnetContents();
   const partitions = place(PRESETS.devnet, devnetCapacities());
   let model: Model = initModel(PRESETS.devnet, 0);
@@ -114,7 +189,7 @@ export function honestRun(steps: number): { losses: number[]; root: string } {
     const out = trainStep({
       model,
       manifest,
-      batch: contents.batches[s % contents.batches.length]!,
+      batch: schedule[s]!,
       partitions,
       learningRate: fromHexFloat(contents.learningRate),
       clip: fromHexFloat(contents.clip),

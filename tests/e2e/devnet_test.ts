@@ -3,7 +3,8 @@ import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../workflows/params.ts";
 import { DEVNET_FUNDING } from "../../genesis/devnet_builder.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
 import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
-import { honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
+import { devnetSchedule, honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
+import { id } from "../../core/digest.ts";
 
 const SLOW = Deno.env.get("NEURO_SLOW") !== "1";
 
@@ -16,6 +17,8 @@ async function until(ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
 }
 const P = DEVNET_PARAMS;
 const GENESIS_ROOT = devnetContents().model.root;
+/** The first cohort's schedule, computed in-process from the pinned source files. */
+const SCHEDULE = await devnetSchedule();
 
 /**
  * What a finished scenario of `steps` honest steps, one forged step and 2 more honest steps must show: the
@@ -24,7 +27,7 @@ const GENESIS_ROOT = devnetContents().model.root;
  */
 function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): void {
   const settled = steps + 2;
-  const honest = honestRun(settled);
+  const honest = honestRun(settled, SCHEDULE);
   assertEquals(s.validators_agree, true, JSON.stringify(s.app_hashes));
   assertEquals([s.training_round, s.settled, s.learning_root, s.serving_root], [
     settled,
@@ -75,6 +78,19 @@ function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): vo
   assertEquals(balance.client, DEVNET_FUNDING.client - 3 * P.fee - pay[0]! - pay[1]! - pay[2]!);
   const validators = [0, 1, 2, 3].map((i) => balance[`validator-${i}`]!);
   equal(validators.every((b) => b > 10 * ATOMS_PER_NEURO), true, String(validators));
+  // Trained only on the cohort the validators voted in: at least 3 of 4 reviewed and approved it, its
+  // documents are 32 + 32 + 128, every claim's batch is the scheduled one of its step, and the curator got
+  // its proposal bond back (it paid one fee).
+  const c = s.cohort!;
+  equal(c.voters.length >= 3, true, String(c.voters));
+  assertEquals([c.documents, c.steps, c.position], [{ retention: 32, fresh: 32, train: 128 }, 64, settled]);
+  equal(s.trained_on_admitted, true);
+  const rejectedAt = steps;
+  assertEquals(
+    s.claims.map((claim) => claim.batch),
+    s.claims.map((_, i) => id(SCHEDULE[i <= rejectedAt ? i : i - 1]! as never)),
+  );
+  assertEquals(balance.curator, DEVNET_FUNDING.curator - P.fee);
 }
 
 Deno.test("deno task devnet --steps 3 trains 3 honest steps, gets a forged optimizer update rejected with the slash, trains 2 more and every validator agrees", async () => {
