@@ -211,7 +211,7 @@ export async function ensureDevnet(
     await writeDevnetSources(`${home}/sources`, sources);
     await Deno.writeTextFile(
       `${home}/review-policy.json`,
-      JSON.stringify({ sources: "sources/sources.json", poll_ms: 500 }) + "\n",
+      JSON.stringify({ sources: "sources/sources.json", poll_ms: 1000 }) + "\n",
     );
   }
   progress("storing the genesis objects in every home");

@@ -132,15 +132,10 @@ export class AutoReviewer {
           for (const r of await this.actor.recover()) if (!r.ok) throw r.error;
           recovered = true;
         }
-        const facts = await this.chain.facts();
-        if (facts.proposal !== null) {
-          const bytes = await this.actor.deliver(
-            "review",
-            operationId("review", { proposal: facts.proposal }),
-            {
-              proposal: facts.proposal,
-            },
-          );
+        const pending = await this.chain.pendingProposal();
+        if (pending !== null) {
+          const op = operationId("review", { proposal: pending });
+          const bytes = await this.actor.deliver("review", op, { proposal: pending });
           const r = decodeCanonical(bytes) as { ok: boolean; value?: ReviewOutcome; message?: string };
           if (r.ok) this.announce(r.value!);
         }

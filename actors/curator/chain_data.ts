@@ -77,6 +77,11 @@ export class RpcCuratorChain implements CuratorChain {
     return lc.data;
   }
 
+  /** The pending proposal's id, or null (one `/lifecycle` read: what a watcher polls). */
+  async pendingProposal(): Promise<string | null> {
+    return (await this.data()).proposal;
+  }
+
   async facts(): Promise<ChainFacts> {
     const [data, candidate, status] = await Promise.all([
       this.data(),
