@@ -45,7 +45,7 @@ Deno.test({
     const net = await startCuratorNet({
       autoReview: [true, true, true, false],
       curators: 2 + COLLECT_POINTS.length,
-      params: { proposal_blocks: 80 },
+      params: { proposal_blocks: 160 },
     });
     try {
       const [honest, other] = net.curators as [string, string];
@@ -145,12 +145,13 @@ Deno.test({
               net.procs.slice(0, 3).every((p) =>
                 p.lines.some((l) => l.startsWith(`review ${forged.proposal} reject, no vote`))
               ),
+            120_000,
           );
           await until("the forged proposal to expire", async () => {
             const p = await getJson<ProposalState>(`${net.rpc}/data/proposal?id=${forged.proposal}`);
             assertEquals(p.state.votes, []);
             return p.state.status === "expired";
-          }, 60_000);
+          }, 180_000);
         },
       );
 
@@ -166,7 +167,7 @@ Deno.test({
         await until("activation", async () => {
           const lc = await getJson<{ data: { cohort: { proposal: string } | null } }>(`${net.rpc}/lifecycle`);
           return lc.data.cohort?.proposal === p.proposal;
-        }, 60_000);
+        }, 180_000);
         const state = await getJson<ProposalState>(`${net.rpc}/data/proposal?id=${p.proposal}`);
         assertEquals([state.state.status, state.state.votes.length, state.state.votes.every(([, a]) => a)], [
           "activated",
