@@ -8,7 +8,7 @@ import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
 import { installedTool } from "../../ledger/abci/cometbft_pin.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
 import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
-import { honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
+import { devnetSchedule, honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const cometbft = await installedTool(ROOT, "cometbft");
@@ -17,7 +17,7 @@ if (!cometbft) {
   console.log("devnet on CometBFT ignored: cometbft is not installed (deno task cometbft:install)");
 } else if (!SLOW) console.log("devnet on CometBFT ignored: it runs with NEURO_SLOW=1 (deno task test:slow)");
 
-function check(s: DevnetSummary, steps: number): void {
+function check(s: DevnetSummary, steps: number, schedule: Awaited<ReturnType<typeof devnetSchedule>>): void {
   const settled = steps + 2;
   assertEquals(
     [s.engine, s.validators_agree, s.app_hashes.length],
@@ -26,7 +26,7 @@ function check(s: DevnetSummary, steps: number): void {
   );
   assertEquals([s.settled, s.learning_root, s.issued], [
     settled,
-    honestRun(settled).root,
+    honestRun(settled, schedule).root,
     settled * DEVNET_PARAMS.reward,
   ]);
   assertEquals(s.rejected.map((r) => r.reason), ["mismatch: optimizer update"]);
@@ -49,7 +49,7 @@ Deno.test({
       while ((await liveChildren(dir)) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
       const resumed = await runDevnet(dir, ["--engine", "cometbft", "--steps", "1"], { timeoutMs: 400_000 });
       equal(resumed.code, 0, resumed.stderr.slice(-30).join("\n"));
-      check(resumed.summary!, 1);
+      check(resumed.summary!, 1, await devnetSchedule());
       equal(resumed.stderr.some((l) => l.includes("cometbft homes reused")), true);
       equal(await liveChildren(dir), 0);
     } finally {
