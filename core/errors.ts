@@ -119,6 +119,9 @@ export const ERROR_CODES = {
   unavailable: "the service cannot answer now; the same request may succeed later",
   internal_error: "the service failed unexpectedly while answering",
   referee_error: "the referee could not reach a verdict (a crash or out of memory); the dispute stays open",
+  // Hardening (issue 16).
+  upstream_timeout: "the proposer a replica forwards to did not answer within the time bound",
+  permission_denied: "the process lacks the Deno permission the operation needs",
 } as const;
 
 /** A registered protocol error code. */

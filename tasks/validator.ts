@@ -6,7 +6,9 @@ import { startCometNode } from "../ledger/abci/comet_node.ts";
 import { installedTool } from "../ledger/abci/cometbft_pin.ts";
 import { runValidatorOp, type ValidatorOp } from "./_validator_ops.ts";
 import { AutoReviewer } from "../actors/curator/auto_review.ts";
+import { testHook } from "../core/test_hooks.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
+import { SERVER_FLAG_HELP, SERVER_FLAG_OPTIONS, serverLimits } from "./_server_flags.ts";
 
 const HELP = `deno task validator --home DIR --genesis FILE [options]
 deno task validator bond --home DIR --rpc URL --amount ATOMS
@@ -42,11 +44,20 @@ Options:
   --review-policy FILE  review every new data proposal with the Curator's review, from the raw files the
                         policy names ({"sources": "sources.json", "poll_ms"?: 1000}), and vote approve with
                         DIR/account.key only when the verdict is approve (journal in DIR/reviewer/)
+  --upstream-timeout-ms N  a replica's call to its proposer fails with upstream_timeout (answered 504)
+                        after N ms (default 10000; a follow long poll gets 5000 ms more)
+${SERVER_FLAG_HELP}
   -h, --help            show this help
+
+The proposer journals every transaction it answers as accepted in DIR/mempool.sqlite before answering and
+re-admits them after a restart. A --follow URL this process may not connect to (the task may reach 127.0.0.1
+only, so not localhost) is refused at start with permission_denied.
 
 Test hook: NEURO_TEST_DIVERGENT_FEE=N makes this node burn N atoms per transaction instead of the genesis
 fee, so that it diverges on purpose; NEURO_TEST_PAUSE_BEFORE_COMMIT=H makes it stop between applying and
-persisting block H (writing DIR/paused-before-commit) so a crash test can kill it there (tests only).`;
+persisting block H (writing DIR/paused-before-commit) so a crash test can kill it there. Both are honoured
+only by a process started with permission to read them (--allow-env=NAME or -A, as tests do); this task
+does not grant it.`;
 
 /** Crash-test hook: marks the block as being applied, then blocks this process until it is killed. */
 function pauseForever(home: string, height: number): void {
@@ -65,6 +76,8 @@ async function main(): Promise<void> {
     rpc: { type: "string" },
     amount: { type: "string" },
     "review-policy": { type: "string" },
+    "upstream-timeout-ms": { type: "string" },
+    ...SERVER_FLAG_OPTIONS,
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -95,8 +108,8 @@ async function main(): Promise<void> {
   }
   const policy = values["review-policy"];
   if (engine === "cometbft") return await runComet(home, parseJson(text), port, policy);
-  const divergent = Deno.env.get("NEURO_TEST_DIVERGENT_FEE");
-  const pauseAt = Number(Deno.env.get("NEURO_TEST_PAUSE_BEFORE_COMMIT") ?? "0");
+  const divergent = testHook("NEURO_TEST_DIVERGENT_FEE");
+  const pauseAt = Number(testHook("NEURO_TEST_PAUSE_BEFORE_COMMIT") ?? "0");
   const hooks = {
     ...(divergent ? { divergentParams: { fee: Number(divergent) } } : {}),
     ...(pauseAt > 0
@@ -109,6 +122,10 @@ async function main(): Promise<void> {
     ...(values.follow ? { follow: values.follow } : {}),
     port,
     ...(interval ? { intervalMs: interval } : {}),
+    ...(values["upstream-timeout-ms"] !== undefined
+      ? { upstreamTimeoutMs: integerOption(values["upstream-timeout-ms"], "upstream-timeout-ms") }
+      : {}),
+    server: serverLimits(values),
     app: hooks,
   });
   const reviewer = await startReviewer(home, node.url, policy);
@@ -118,6 +135,7 @@ async function main(): Promise<void> {
   const halt = await node.done;
   await reviewer?.stop();
   await node.stop();
+  if (halt?.code === "permission_denied") throw new ProtocolError(halt.code, halt.message);
   if (halt) Deno.exit(3);
 }
 

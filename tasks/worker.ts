@@ -2,6 +2,7 @@
 import { parseForge } from "../actors/worker/forge.ts";
 import { startWorker } from "../actors/worker/server.ts";
 import { parse, required, runTask, UsageError } from "./_cli.ts";
+import { SERVER_FLAG_HELP, SERVER_FLAG_OPTIONS, serverLimits } from "./_server_flags.ts";
 
 const HELP = `deno task worker --home DIR [--port N] [--forge optimizer|forward|backward|score]
 
@@ -18,6 +19,7 @@ Options:
   --forge MODE      dishonest worker for tests and demos: flip one bit of the updated component
                     (optimizer), of the forward output (forward) or of the gradient sent back (backward),
                     or report the losses of a group's first score windows halved (score)
+${SERVER_FLAG_HELP}
   -h, --help        show this help`;
 
 async function main(): Promise<void> {
@@ -25,6 +27,7 @@ async function main(): Promise<void> {
     home: { type: "string" },
     port: { type: "string" },
     forge: { type: "string" },
+    ...SERVER_FLAG_OPTIONS,
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -39,7 +42,7 @@ async function main(): Promise<void> {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const worker = await startWorker({ home, port, forge });
+  const worker = await startWorker({ home, port, forge, limits: serverLimits(values) });
   for (const r of worker.actor.recovered) {
     console.log(`recovered ${r.opId} ${r.ok ? "done" : `still begun: ${r.error.message}`}`);
   }

@@ -2,7 +2,8 @@
  * Crash points for fault tests: named places right after a journal write (or right after a side effect whose
  * result is not yet journaled) where a test may kill the process.
  *
- * Enabled only by the environment variable `NEURO_CRASH_AT=<point>:<n>`: the `n`-th time (1-based) the
+ * Enabled only by the environment variable `NEURO_CRASH_AT=<point>:<n>` in a process started with permission
+ * to read it (`core/test_hooks.ts`; no `deno task` grants it): the `n`-th time (1-based) the
  * process reaches `<point>`, it sends itself `SIGKILL`, so no `finally`, no flush and no exit handler runs —
  * the same as a power cut after the last fsync. Without the variable, `crashPoint` does nothing.
  *
@@ -12,6 +13,8 @@
  * crashPoint("begin"); // NEURO_CRASH_AT=begin:2 kills the process the second time this line runs
  * ```
  */
+
+import { testHook } from "../../core/test_hooks.ts";
 
 /** Every crash point the runtime declares, in the order a typical operation reaches them. */
 export const CRASH_POINTS = [
@@ -33,12 +36,7 @@ let plan: { point: string; n: number } | null | undefined;
 const hits = new Map<string, number>();
 
 function loadPlan(): { point: string; n: number } | null {
-  let spec: string | undefined;
-  try {
-    spec = Deno.env.get("NEURO_CRASH_AT");
-  } catch {
-    return null; // no env permission: crash points stay off
-  }
+  const spec = testHook("NEURO_CRASH_AT"); // honoured only with explicit permission to read it
   if (spec === undefined || spec === "") return null;
   const m = /^([a-z_]+):([1-9][0-9]*)$/.exec(spec);
   if (!m || !(CRASH_POINTS as readonly string[]).includes(m[1]!)) {

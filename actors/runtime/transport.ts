@@ -21,6 +21,7 @@
 import { canonicalBytes, type JsonValue, parseJson } from "../../core/canonical.ts";
 import { type ErrorCode, isErrorCode, ProtocolError, RetryableError } from "../../core/errors.ts";
 import { MAX_HTTP_BODY_BYTES } from "../../core/limits.ts";
+import { serveBounded, type ServerLimits } from "../../core/bounded_server.ts";
 import { tokensEqual } from "./token.ts";
 
 /** A request as a route sees it: the body is already read, bounded and complete. */
@@ -57,6 +58,8 @@ export interface ServeOptions {
   readonly hostname?: string;
   /** How long a client may take to send its body (default 10 s). */
   readonly bodyTimeoutMs?: number;
+  /** Connection bounds: idle, head and write timeouts, connection cap (`core/bounded_server.ts`). */
+  readonly limits?: Partial<ServerLimits>;
 }
 
 /** A running server. */
@@ -138,63 +141,68 @@ async function readBody(req: Request, max: number, timeoutMs: number): Promise<U
   return out;
 }
 
-/** Starts a server; authentication, method, size and time checks all happen before a route runs. */
+/**
+ * Starts a server; authentication, method, declared size and the route are checked on the request head,
+ * before a body byte is read, and every phase of a connection has a deadline (`core/bounded_server.ts`).
+ */
 export function serve(options: ServeOptions): Server {
   const timeoutMs = options.bodyTimeoutMs ?? 10_000;
   const expected = `Bearer ${options.token}`;
-  const controller = new AbortController();
-  const server = Deno.serve({
-    hostname: options.hostname ?? "127.0.0.1",
+  const routeOf = (target: string) => {
+    const path = new URL(target, "http://x").pathname;
+    return { path, route: Object.hasOwn(options.routes, path) ? options.routes[path] : undefined };
+  };
+  const server = serveBounded({
+    ...(options.hostname !== undefined ? { hostname: options.hostname } : {}),
     port: options.port ?? 0,
-    signal: controller.signal,
-    onListen: () => {},
-  }, async (req) => {
-    const auth = req.headers.get("authorization");
-    if (auth === null || !tokensEqual(auth, expected)) {
-      req.body?.cancel().catch(() => {});
-      return errorResponse(
-        "unauthorized",
-        `Cannot accept request: bearer token is ${auth === null ? "missing" : "wrong"}`,
-      );
-    }
-    const url = new URL(req.url);
-    const route = Object.hasOwn(options.routes, url.pathname) ? options.routes[url.pathname] : undefined;
-    if (route === undefined) {
-      return errorResponse("not_found", `Cannot route request: no path ${url.pathname}`);
-    }
-    if (route.method !== req.method) {
-      return errorResponse(
-        "bad_request",
-        `Cannot route request: method is ${req.method}, expected ${route.method}`,
-        405,
-      );
-    }
-    try {
-      const body = await readBody(req, route.maxBody ?? MAX_HTTP_BODY_BYTES, timeoutMs);
-      const reply = await route.handle({ url, headers: req.headers, body });
-      const bytes = reply.body instanceof Uint8Array ? reply.body : canonicalBytes(reply.body);
-      return new Response(asBody(bytes), {
-        status: reply.status ?? 200,
-        headers: {
-          "content-type": reply.body instanceof Uint8Array
-            ? reply.contentType ?? "application/octet-stream"
-            : "application/json",
-        },
-      });
-    } catch (e) {
-      if (e instanceof HttpFailure || e instanceof ProtocolError) return errorResponse(e.code, e.message);
-      if (e instanceof RetryableError) return errorResponse("unavailable", e.message);
-      return errorResponse("internal_error", `Cannot answer ${url.pathname}: ${(e as Error).message}`);
-    }
-  });
-  const port = server.addr.port;
-  return {
-    url: `http://${options.hostname ?? "127.0.0.1"}:${port}`,
-    port,
-    async close() {
-      controller.abort();
-      await server.finished;
+    limits: { bodyTimeoutMs: timeoutMs, ...options.limits },
+    refusal: (status, code, message) =>
+      errorResponse(isErrorCode(code) ? code : "bad_request", message, status),
+    admit(head) {
+      const auth = head.headers.get("authorization");
+      if (auth === null || !tokensEqual(auth, expected)) {
+        return errorResponse(
+          "unauthorized",
+          `Cannot accept request: bearer token is ${auth === null ? "missing" : "wrong"}`,
+        );
+      }
+      const { path, route } = routeOf(head.target);
+      if (route === undefined) return errorResponse("not_found", `Cannot route request: no path ${path}`);
+      if (route.method !== head.method) {
+        return errorResponse(
+          "bad_request",
+          `Cannot route request: method is ${head.method}, expected ${route.method}`,
+          405,
+        );
+      }
+      return route.maxBody ?? MAX_HTTP_BODY_BYTES;
     },
+    async handler(req) {
+      const url = new URL(req.url);
+      const route = routeOf(url.pathname + url.search).route!;
+      try {
+        const body = await readBody(req, route.maxBody ?? MAX_HTTP_BODY_BYTES, timeoutMs);
+        const reply = await route.handle({ url, headers: req.headers, body });
+        const bytes = reply.body instanceof Uint8Array ? reply.body : canonicalBytes(reply.body);
+        return new Response(asBody(bytes), {
+          status: reply.status ?? 200,
+          headers: {
+            "content-type": reply.body instanceof Uint8Array
+              ? reply.contentType ?? "application/octet-stream"
+              : "application/json",
+          },
+        });
+      } catch (e) {
+        if (e instanceof HttpFailure || e instanceof ProtocolError) return errorResponse(e.code, e.message);
+        if (e instanceof RetryableError) return errorResponse("unavailable", e.message);
+        return errorResponse("internal_error", `Cannot answer ${url.pathname}: ${(e as Error).message}`);
+      }
+    },
+  });
+  return {
+    url: server.url,
+    port: server.port,
+    close: () => server.close(),
   };
 }
 

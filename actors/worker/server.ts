@@ -28,6 +28,7 @@ import { MAX_OBJECT_BYTES } from "../../core/limits.ts";
 import { type Home, openHome } from "../common/home.ts";
 import { DurableActor } from "../runtime/durable.ts";
 import { serve } from "../runtime/transport.ts";
+import type { ServerLimits } from "../../core/bounded_server.ts";
 import { REQUIRES, workerActor } from "./actor.ts";
 import { recorded } from "./journaled.ts";
 import type { Forge } from "./forge.ts";
@@ -39,6 +40,8 @@ export interface WorkerOptions {
   readonly home: string;
   readonly port?: number;
   readonly forge: Forge | null;
+  /** Connection bounds of its HTTP API (`core/bounded_server.ts`). */
+  readonly limits?: Partial<ServerLimits>;
 }
 
 /** A running worker. */
@@ -67,6 +70,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const server = serve({
     token: home.token,
     ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
     routes: {
       "/operation": {
         method: "POST",

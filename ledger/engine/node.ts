@@ -1,7 +1,9 @@
 /**
- * A validator node: the ledger application on `<home>/state.sqlite`, the RPC on 127.0.0.1, and either the
- * proposer (no `follow`, its mempool journaled in `<home>/mempool.sqlite`) or a replica following `follow`. The consensus key is `<home>/consensus.key` when
- * present. A node refuses a genesis whose id differs from the one its state was created with, and resumes
+ * A validator node: the ledger application on `<home>/state.sqlite`, the RPC on 127.0.0.1 behind the bounded
+ * server (`core/bounded_server.ts`: idle, head, body and write deadlines and a connection cap), and either the
+ * proposer (no `follow`, its mempool journaled in `<home>/mempool.sqlite`) or a replica following `follow`
+ * (every call to the proposer under a deadline, `ledger/engine/upstream.ts`). The consensus key is
+ * `<home>/consensus.key` when present. A node refuses a genesis whose id differs from the one its state was created with, and resumes
  * at its committed height after a restart (nothing committed is applied twice).
  *
  * @example
@@ -12,14 +14,17 @@
  * ```
  */
 import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
+import { ProtocolError } from "../../core/errors.ts";
 import { type AppOptions, LedgerApp } from "../app.ts";
 import { type ConsensusKey, loadConsensusKeyFile } from "../consensus_key.ts";
-import { rpcHandler, type RpcNode } from "../rpc/server.ts";
+import { serveBounded, type ServerLimits } from "../../core/bounded_server.ts";
+import { rpcAdmit, rpcHandler, type RpcNode, rpcRefusal } from "../rpc/server.ts";
 import { Heights } from "./heights.ts";
 import { Mempool, type MempoolLimits } from "./mempool.ts";
 import { MempoolStore } from "./mempool_store.ts";
 import { Proposer } from "./proposer.ts";
 import { type HaltReport, Replica } from "./replica.ts";
+import { assertReachable, callUpstream, UPSTREAM_TIMEOUT_MS } from "./upstream.ts";
 
 /** How to start a node. */
 export interface NodeOptions {
@@ -34,6 +39,10 @@ export interface NodeOptions {
   readonly app?: AppOptions;
   /** Overrides of the proposer's mempool bounds. */
   readonly mempool?: Partial<MempoolLimits>;
+  /** Overrides of the RPC's connection bounds. */
+  readonly server?: Partial<ServerLimits>;
+  /** How long a replica waits for its proposer on one call (default 10 s). */
+  readonly upstreamTimeoutMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -59,6 +68,9 @@ async function consensusKey(home: string): Promise<ConsensusKey | undefined> {
 /** Opens the state, starts the RPC and the proposer or replica loop. */
 export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
   const log = options.log ?? ((line: string) => console.log(line));
+  if (options.follow) assertReachable(options.follow);
+  const upstream = options.follow?.replace(/\/$/, "");
+  const upstreamMs = options.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS;
   await Deno.mkdir(options.home, { recursive: true });
   const key = await consensusKey(options.home);
   const app = LedgerApp.open(`${options.home}/state.sqlite`, options.genesis, options.app);
@@ -69,7 +81,7 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
     ? new Mempool(app, { store: pool, ...(options.mempool ? { limits: options.mempool } : {}) })
     : null;
   const proposer = mempool ? new Proposer(app, mempool, heights, key) : null;
-  const replica = options.follow ? new Replica(app, options.follow, heights, key, log) : null;
+  const replica = upstream ? new Replica(app, upstream, heights, key, log, upstreamMs) : null;
 
   const rpc: RpcNode = {
     async broadcast(raw) {
@@ -79,27 +91,30 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
         const { hash, ...check } = r;
         return { hash, check };
       }
-      const res = await fetch(`${options.follow!.replace(/\/$/, "")}/broadcast_tx`, {
+      const res = await callUpstream(`${upstream}/broadcast_tx`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: raw as Uint8Array<ArrayBuffer>,
-      });
-      return parseJson(await res.text());
+      }, upstreamMs);
+      return parseJson(res.text);
     },
     async tx(hash) {
       const found = app.store.tx(hash);
       if (found) return { status: "committed", height: found.height, result: found.result };
       if (mempool) return mempool.has(hash) ? { status: "pending" } : { status: "unknown" };
       // A replica: what the proposer has seen but this node has not committed yet is pending here.
+      let seen: { status?: string };
       try {
-        const res = await fetch(`${options.follow!.replace(/\/$/, "")}/tx?hash=${hash}`);
-        const seen = parseJson(await res.text()) as { status?: string };
-        return seen.status === "pending" || seen.status === "committed"
-          ? { status: "pending" }
-          : { status: "unknown" };
-      } catch {
+        seen = parseJson(
+          (await callUpstream(`${upstream}/tx?hash=${hash}`, {}, upstreamMs)).text,
+        ) as typeof seen;
+      } catch (e) {
+        if (e instanceof ProtocolError && e.code === "upstream_timeout") throw e;
         return { status: "unknown" };
       }
+      return seen.status === "pending" || seen.status === "committed"
+        ? { status: "pending" }
+        : { status: "unknown" };
     },
     async block(height, waitMs) {
       await heights.wait(height, waitMs);
@@ -131,11 +146,14 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
       return { ...proposer.attest(body) };
     },
   };
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} },
-    rpcHandler(rpc),
-  );
-  const url = `http://127.0.0.1:${server.addr.port}`;
+  const server = serveBounded({
+    port: options.port ?? 0,
+    ...(options.server ? { limits: options.server } : {}),
+    admit: rpcAdmit,
+    refusal: rpcRefusal,
+    handler: rpcHandler(rpc),
+  });
+  const url = server.url;
   const interval = options.intervalMs ?? app.params.block_interval_ms;
 
   const loop = (async (): Promise<HaltReport | null> => {
@@ -179,7 +197,7 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
         controller.abort();
         heights.wakeAll();
         await loop.catch(() => null);
-        await server.shutdown();
+        await server.close();
         pool?.close();
         app.close();
       })();

@@ -3,7 +3,9 @@
  * re-applies every block, compares its app hash with the proposer's, commits, and attests the block by
  * signing its app hash with its consensus key (`POST /attest`). A replica that computes a different app hash
  * (or receives a block it cannot accept) stops and reports the height and both hashes; it never commits the
- * block it disagrees with.
+ * block it disagrees with. Every call to the proposer has a deadline: a long poll that gets no answer within
+ * its wait plus `upstreamMs` is abandoned and retried (logged once as `upstream_timeout`), and a process that
+ * may not connect to the proposer at all stops with `permission_denied` instead of retrying forever.
  */
 import { canonical, isObject, parseJson } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
@@ -14,7 +16,7 @@ import type { Heights } from "./heights.ts";
 
 /** Why a replica stopped. */
 export interface HaltReport {
-  readonly code: "app_hash_mismatch" | "invalid_block";
+  readonly code: "app_hash_mismatch" | "invalid_block" | "permission_denied";
   readonly height: number;
   readonly proposer_app_hash: string | null;
   readonly replica_app_hash: string | null;
@@ -31,6 +33,7 @@ export class Replica {
   readonly #key: ConsensusKey | undefined;
   readonly #log: (line: string) => void;
   readonly #inflight = new Set<Promise<void>>();
+  readonly #upstreamMs: number;
 
   constructor(
     app: LedgerApp,
@@ -38,7 +41,9 @@ export class Replica {
     heights: Heights,
     key: ConsensusKey | undefined,
     log: (line: string) => void,
+    upstreamMs = 10_000,
   ) {
+    this.#upstreamMs = upstreamMs;
     this.#app = app;
     this.#url = proposerUrl.replace(/\/$/, "");
     this.#heights = heights;
@@ -54,13 +59,28 @@ export class Replica {
       let text: string;
       let status: number;
       try {
-        const res = await fetch(`${this.#url}/block?height=${height}&wait=${POLL_MS}`, { signal });
+        const deadline = AbortSignal.timeout(POLL_MS + this.#upstreamMs);
+        const res = await fetch(`${this.#url}/block?height=${height}&wait=${POLL_MS}`, {
+          signal: AbortSignal.any([signal, deadline]),
+        });
         status = res.status;
         text = await res.text();
         unreachable = false;
       } catch (e) {
         if (signal.aborted) return null;
-        if (!unreachable) this.#log(`proposer ${this.#url} unreachable (${(e as Error).message}); retrying`);
+        if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) {
+          return {
+            code: "permission_denied",
+            height,
+            proposer_app_hash: null,
+            replica_app_hash: null,
+            message: `Cannot follow ${this.#url}: ${(e as Error).message}`,
+          };
+        }
+        const why = e instanceof DOMException && e.name === "TimeoutError"
+          ? `no answer within ${POLL_MS + this.#upstreamMs} ms (upstream_timeout)`
+          : (e as Error).message;
+        if (!unreachable) this.#log(`proposer ${this.#url} unreachable (${why}); retrying`);
         unreachable = true;
         await new Promise((r) => setTimeout(r, 250));
         continue;
@@ -131,6 +151,7 @@ export class Replica {
     };
     try {
       const res = await fetch(`${this.#url}/attest`, {
+        signal: AbortSignal.timeout(this.#upstreamMs),
         method: "POST",
         headers: { "content-type": "application/json" },
         body: canonical(body),

@@ -11,14 +11,16 @@
  * - training: `GET /lifecycle`, `/candidate`, `/claim?id=`, `/work?identity=`, `/manifest?root=`,
  *   `/batch?root=` (canonical JSON, shapes in ledger/training/wire.ts) and `GET /object/<root>`, which answers
  *   the raw sealed bytes as `application/octet-stream`
- * - `POST /attest` (engine-internal) → `{ok: true}`
+ * - `POST /attest` (engine-internal) → `{ok: true}`, or a 400 `{ok: false, code, message}` when refused
  *
  * Anything else (unknown path, wrong method, wrong content type, oversize or malformed request) gets a 4xx
- * answer `{ok: false, code, message}` and applies nothing.
+ * answer `{ok: false, code, message}` and applies nothing. Heights and waits are decimal digits only.
+ * `rpcAdmit` applies the method, type and size checks to the request head, before the body is read, for the
+ * bounded server (`core/bounded_server.ts`) the node serves this handler with.
  */
 import { Buffer } from "node:buffer";
 import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
-import { type ErrorCode, ProtocolError } from "../../core/errors.ts";
+import { type ErrorCode, isErrorCode, ProtocolError } from "../../core/errors.ts";
 import { isHex } from "../../core/hex.ts";
 import { MAX_TX_BYTES } from "../../core/limits.ts";
 
@@ -32,6 +34,9 @@ export interface RpcNode {
   attest(body: JsonValue): JsonValue;
 }
 
+/** A replica's failed forward is the proposer's fault, not the client's. */
+const UPSTREAM_STATUS: Partial<Record<ErrorCode, number>> = { upstream_timeout: 504, unavailable: 503 };
+
 /** The bound on a request body other than a transaction. */
 const MAX_SMALL_BODY = 64 * 1024;
 
@@ -42,6 +47,38 @@ export function answer(status: number, value: JsonValue): Response {
 
 function error(status: number, code: ErrorCode, message: string): Response {
   return answer(status, { ok: false, code, message });
+}
+
+/** The answer of the RPC's server itself to a malformed, slow or oversized request. */
+export function rpcRefusal(status: number, code: string, message: string): Response {
+  return error(status, isErrorCode(code) ? code : "bad_request", message);
+}
+
+/** Checks a request head (method, content type, declared size); a refusal, or the body bound. */
+export function rpcAdmit(head: { method: string; target: string; headers: Headers }): Response | number {
+  const path = new URL(head.target, "http://x").pathname;
+  if (path !== "/broadcast_tx" && path !== "/attest") return 0;
+  if (head.method !== "POST") {
+    return error(405, "bad_request", `Cannot serve ${path}: method is ${head.method}, expected POST`);
+  }
+  const type = head.headers.get("content-type");
+  if (!isJsonType(type)) {
+    return error(
+      415,
+      "bad_request",
+      `Cannot serve ${path}: content type is ${
+        type ?? "absent"
+      }, expected application/json or application/octet-stream`,
+    );
+  }
+  return path === "/broadcast_tx" ? MAX_TX_BYTES : MAX_SMALL_BODY;
+}
+
+/** A height or wait parameter: decimal digits only (no sign, exponent, hex or spaces), a safe integer. */
+function decimal(text: string | null): number | null {
+  if (text === null || !/^(0|[1-9][0-9]{0,15})$/.test(text)) return null;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : null;
 }
 
 /** Reads a request body up to `limit` bytes; null when it is longer. */
@@ -66,9 +103,13 @@ async function readBounded(req: Request, limit: number): Promise<Uint8Array | nu
 }
 
 /** Raw envelope bytes may be labelled as JSON or as plain bytes; anything else is refused. */
-function isJson(req: Request): boolean {
-  const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+function isJsonType(header: string | null): boolean {
+  const type = (header ?? "").split(";")[0]!.trim().toLowerCase();
   return type === "application/json" || type === "application/octet-stream";
+}
+
+function isJson(req: Request): boolean {
+  return isJsonType(req.headers.get("content-type"));
 }
 
 /** The request handler of a node's RPC. */
@@ -94,7 +135,8 @@ export function rpcHandler(node: RpcNode): (req: Request) => Promise<Response> {
         const body = await readBounded(req, limit);
         if (!body) return error(413, "too_large", `Cannot serve ${path}: the body exceeds ${limit} bytes`);
         if (path === "/broadcast_tx") return answer(200, await node.broadcast(body));
-        return answer(200, node.attest(parseJson(new TextDecoder().decode(body))));
+        const attested = node.attest(parseJson(new TextDecoder().decode(body)));
+        return answer((attested as { ok?: unknown }).ok === true ? 200 : 400, attested);
       }
       if (req.method !== "GET") {
         return error(405, "bad_request", `Cannot serve ${path}: method is ${req.method}, expected GET`);
@@ -111,17 +153,28 @@ export function rpcHandler(node: RpcNode): (req: Request) => Promise<Response> {
         return answer(200, await node.tx(hash));
       }
       if (path === "/block") {
-        const height = Number(url.searchParams.get("height"));
-        const wait = Math.min(Number(url.searchParams.get("wait") ?? "0") || 0, 10_000);
-        if (!Number.isSafeInteger(height) || height < 1 || url.searchParams.get("height") === null) {
+        const height = decimal(url.searchParams.get("height"));
+        if (height === null || height < 1) {
           return error(
             400,
             "bad_request",
             `Cannot look up block: height is ${
               JSON.stringify(url.searchParams.get("height"))
-            }, expected an integer >= 1`,
+            }, expected decimal digits of an integer >= 1`,
           );
         }
+        const waitText = url.searchParams.get("wait");
+        const waited = waitText === null ? 0 : decimal(waitText);
+        if (waited === null) {
+          return error(
+            400,
+            "bad_request",
+            `Cannot look up block: wait is ${
+              JSON.stringify(waitText)
+            }, expected decimal digits of milliseconds`,
+          );
+        }
+        const wait = Math.min(waited, 10_000);
         const block = await node.block(height, wait);
         return block === null
           ? error(404, "not_found", `Cannot look up block: height ${height} is not committed`)
@@ -136,7 +189,7 @@ export function rpcHandler(node: RpcNode): (req: Request) => Promise<Response> {
       if (result !== null) return answer(200, result);
       return error(404, "not_found", `Cannot serve ${path}: no such path`);
     } catch (e) {
-      if (e instanceof ProtocolError) return error(400, e.code, e.message);
+      if (e instanceof ProtocolError) return error(UPSTREAM_STATUS[e.code] ?? 400, e.code, e.message);
       return error(500, "internal_error", `Cannot serve ${path}: ${(e as Error).message}`);
     }
   };

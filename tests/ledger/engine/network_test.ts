@@ -39,7 +39,8 @@ Deno.test("a proposer and two replicas agree on every block, commit transfers an
   const nodes: ValidatorNode[] = [];
   try {
     const quiet = () => {};
-    const proposer = await startNode({ home: `${dir}/p`, genesis, intervalMs: 50, app: hook, log: quiet });
+    // 150 ms blocks leave a loaded machine time to get a replica's attestation back before the next block.
+    const proposer = await startNode({ home: `${dir}/p`, genesis, intervalMs: 150, app: hook, log: quiet });
     nodes.push(proposer);
     nodes.push(await startNode({ home: `${dir}/r1`, genesis, follow: proposer.url, app: hook, log: quiet }));
     nodes.push(await startNode({ home: `${dir}/r2`, genesis, follow: proposer.url, app: hook, log: quiet }));

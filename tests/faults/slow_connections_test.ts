@@ -1,0 +1,122 @@
+/**
+ * Slow and idle connections against real validator and worker processes: half-sent heads, unfinished bodies,
+ * idle sockets and a trickling client are all closed by their deadline (1 s here; the defaults are in each
+ * task's --help), while honest requests keep being answered; past the connection cap the oldest idle
+ * connections make room.
+ */
+import { equal, match } from "node:assert/strict";
+import { consSeeds, testGenesis } from "../ledger/_fixture.ts";
+import { getJson, type NodeProc, prepare, startProc, stopProc } from "../e2e/_ledger_procs.ts";
+import { startTask } from "../actors/worker/_process.ts";
+import { type Held, hold } from "./_sockets.ts";
+
+const BOUNDS = ["--idle-timeout-ms", "1000", "--header-timeout-ms", "1000", "--body-timeout-ms", "1000"];
+/** How late after its deadline a connection may be closed on a loaded machine. */
+const SLACK_MS = 3_000;
+
+async function attack(port: number, token: string | null) {
+  const auth = token ? `authorization: Bearer ${token}\r\n` : "";
+  const groups: Record<string, Held[]> = { head: [], body: [], idle: [], trickle: [] };
+  for (let i = 0; i < 100; i++) {
+    groups.head!.push(await hold(port, "GET /status HTTP/1.1\r\nhost: x\r\nx-half: "));
+  }
+  for (let i = 0; i < 100; i++) {
+    const target = token ? "/object/put?root=" + "0".repeat(64) : "/broadcast_tx";
+    const method = token ? "PUT" : "POST";
+    groups.body!.push(
+      await hold(
+        port,
+        `${method} ${target} HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ncontent-length: 1000\r\n\r\n{"bo`,
+      ),
+    );
+  }
+  for (let i = 0; i < 500; i++) groups.idle!.push(await hold(port, ""));
+  for (let i = 0; i < 10; i++) {
+    groups.trickle!.push(await hold(port, "GET /status HTTP/1.1\r\nx-slow: ", 100));
+  }
+  return groups;
+}
+
+async function expectClosed(groups: Record<string, Held[]>, deadlineMs: number) {
+  for (const [name, held] of Object.entries(groups)) {
+    const results = await Promise.all(held.map((h) => h.closed));
+    const latest = Math.max(...results.map((r) => r.ms));
+    console.log(`${held.length} ${name} connections: all closed, the last after ${latest.toFixed(0)} ms`);
+    equal(latest < deadlineMs + SLACK_MS, true, `${name}: a connection stayed open ${latest} ms`);
+    if (name === "head" || name === "body") {
+      for (const r of results) match(r.answer, /^HTTP\/1\.1 408 [^]*request_timeout/);
+    }
+    if (name === "idle") { for (const r of results) equal(r.answer, ""); }
+  }
+}
+
+Deno.test("the validator RPC closes half-sent heads, unfinished bodies, idle and trickling connections by their deadlines and keeps answering", async () => {
+  const dir = await Deno.makeTempDir();
+  const procs: NodeProc[] = [];
+  const all: Held[] = [];
+  try {
+    const path = await prepare(dir, testGenesis(), consSeeds.slice(0, 1));
+    const node = await startProc(`${dir}/v0`, path, {
+      intervalMs: 100,
+      args: [...BOUNDS, "--max-connections", "2000"],
+    });
+    procs.push(node);
+    const port = Number(new URL(node.url).port);
+    const groups = await attack(port, null);
+    all.push(...Object.values(groups).flat());
+    const before = await getJson<{ height: number }>(`${node.url}/status`);
+    await expectClosed(groups, 1_000);
+    const after = await getJson<{ height: number }>(`${node.url}/status`);
+    equal(after.height > before.height, true, "blocks kept coming");
+  } finally {
+    for (const h of all) h.stop();
+    for (const p of procs) await stopProc(p);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("past the validator's connection cap the oldest idle connections are closed to make room", async () => {
+  const dir = await Deno.makeTempDir();
+  const procs: NodeProc[] = [];
+  const idle: Held[] = [];
+  try {
+    const path = await prepare(dir, testGenesis(), consSeeds.slice(0, 1));
+    const node = await startProc(`${dir}/v0`, path, { intervalMs: 100, args: ["--max-connections", "50"] });
+    procs.push(node);
+    const port = Number(new URL(node.url).port);
+    for (let i = 0; i < 200; i++) idle.push(await hold(port, ""));
+    const status = await getJson<{ role: string }>(`${node.url}/status`);
+    equal(status.role, "proposer");
+    // 200 idle connections and one honest request: at most 50 can be open, so at least 151 were closed.
+    let closed = 0;
+    await Promise.race([
+      Promise.all(idle.map((h) => h.closed.then(() => closed++))),
+      new Promise((r) => setTimeout(r, 1_000)),
+    ]);
+    equal(closed >= 151, true, `only ${closed} of 200 idle connections were closed`);
+  } finally {
+    for (const h of idle) h.stop();
+    for (const p of procs) await stopProc(p);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the worker closes half-sent heads, unfinished bodies (even with its token), idle and trickling connections by their deadlines", async () => {
+  const home = await Deno.makeTempDir();
+  const worker = await startTask("worker", ["--home", home, ...BOUNDS, "--max-connections", "2000"]);
+  const all: Held[] = [];
+  try {
+    const token = (await Deno.readTextFile(`${home}/token`)).trim();
+    const port = Number(new URL(worker.url).port);
+    const groups = await attack(port, token);
+    all.push(...Object.values(groups).flat());
+    await expectClosed(groups, 1_000);
+    const res = await fetch(`${worker.url}/status`, { headers: { authorization: `Bearer ${token}` } });
+    equal(res.status, 200);
+    await res.body?.cancel();
+  } finally {
+    for (const h of all) h.stop();
+    await worker.stop();
+    await Deno.remove(home, { recursive: true });
+  }
+});
