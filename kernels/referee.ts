@@ -27,7 +27,7 @@ import { applyUpdate, normSquared, stageBackward, stageForward } from "./stage.t
 import type { StageTrace } from "./trace.ts";
 
 /**
- * What a mismatch names, in the order they are checked; a generation's head names `generated token`
+ * What a mismatch names, in the order they are checked; a growth names `growth`; a generation's head names `generated token`
  * (kernels/generation_referee.ts), a score's head `window loss` then `next-token argmax`
  * (kernels/score_referee.ts).
  */
@@ -38,7 +38,8 @@ export type Forgery =
   | "optimizer update"
   | "generated token"
   | "window loss"
-  | "next-token argmax";
+  | "next-token argmax"
+  | "growth";
 
 /** The referee's answer. */
 export type Verdict =
@@ -186,7 +187,7 @@ function replay(input: ReplayInput): void {
 /**
  * The referee of a growth (PROTOCOL §5.3): recompute the grown manifest from the parent and the bytes of
  * its last block alone and compare its root with the claimed one. A missing or wrong last block, or a bad
- * count, is a mismatch named `optimizer update` (the only computed output of a growth is new components).
+ * count, is a mismatch named `growth` (what was forged is the growth itself, not an optimizer step).
  */
 export function replayGrowth(
   parent: Manifest,
@@ -196,7 +197,7 @@ export function replayGrowth(
   claimedRoot: string,
 ): Verdict {
   try {
-    const grown = phase("optimizer update", () => {
+    const grown = phase("growth", () => {
       if (!lastBlock) {
         throw new ProtocolError("not_sealed", "Cannot replay growth: the last block is not sealed");
       }
@@ -205,7 +206,7 @@ export function replayGrowth(
     if (grown.root !== claimedRoot) {
       return {
         verdict: "mismatch",
-        what: "optimizer update",
+        what: "growth",
         message: `grown manifest is ${grown.root}, claimed ${claimedRoot}`,
       };
     }

@@ -19,6 +19,7 @@ export const FORGED_PARTS = [
   "generated token",
   "window loss",
   "next-token argmax",
+  "growth",
 ] as const;
 
 /** One object being uploaded for a challenge: chunks so far and their total bytes. */

@@ -122,20 +122,20 @@ Deno.test("referee: running out of memory is reported as an error, never as a mi
   assert.deepEqual(v, { verdict: "error", message: "RangeError: Array buffer allocation failed" });
 });
 
-Deno.test("referee: a growth replays from the parent's last block alone and a forged one is named", () => {
+Deno.test("referee: a growth replays from the parent's last block alone and a forged one is named growth, whatever was wrong", () => {
   const parentRoot = id(fixture.parent as never);
   const last = fixture.objects.get(fixture.parent.components.block_002!)!;
   const honest = growManifest(fixture.parent, parentRoot, last, 2);
   assert.deepEqual(replayGrowth(fixture.parent, parentRoot, last, 2, honest.root), { verdict: "match" });
   const forged = replayGrowth(fixture.parent, parentRoot, last, 1, honest.root);
-  assert.equal(forged.verdict === "mismatch" && forged.what, "optimizer update");
+  assert.equal(forged.verdict === "mismatch" && forged.what, "growth");
   const wrongBlock = fixture.objects.get(fixture.parent.components.block_001!)!;
   assert.equal(
     (replayGrowth(fixture.parent, parentRoot, wrongBlock, 2, honest.root) as { what?: string }).what,
-    "optimizer update",
+    "growth",
   );
   assert.equal(
     (replayGrowth(fixture.parent, parentRoot, undefined, 2, honest.root) as { what?: string }).what,
-    "optimizer update",
+    "growth",
   );
 });

@@ -57,7 +57,7 @@ Deno.test("a forged growth is refuted with only the parent's last block uploaded
   net.ok(net.tx(stranger, "resolve", { claim_id: net.id(tx) }));
   const st = (net.app.query(`/claim?id=${net.id(tx)}`) as JsonObject).state as JsonObject;
   assert.equal(st.status, "rejected");
-  assert.equal(st.reason, "mismatch: optimizer update");
+  assert.equal(st.reason, "mismatch: growth");
   assert.equal(net.balance(sponsor).balance, s0 - FEE - BOND);
   assert.equal(net.balance(challenger).balance, c0 - 3 * FEE + BOND / 2);
   assert.equal(net.totals().issued, issued0);
