@@ -243,7 +243,7 @@ for (const forged of [false, true]) {
       const claimId = await submitGrow(net, forged);
       await referee.waitFor(new RegExp(`^claim ${claimId} growth at height \\d+$`));
       if (forged) {
-        await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch optimizer update$`));
+        await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch growth$`));
         await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 30_000);
         // Only the parent's last block was uploaded.
         const uploads = referee.lines.filter((l) => l.startsWith("publish "));
