@@ -57,4 +57,6 @@ export const PERMISSIONS: Readonly<Record<string, string>> = {
     "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS --allow-net=127.0.0.1 tasks/infer.ts",
   "abci:gen": "deno run --allow-read --allow-write --allow-env --allow-run tasks/abci_gen.ts",
   "cometbft:install": "deno run --allow-read --allow-write --allow-env --allow-run tasks/cometbft_install.ts",
+  "curator":
+    "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS --allow-net=127.0.0.1 tasks/curator.ts",
 };
