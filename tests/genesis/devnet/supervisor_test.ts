@@ -10,7 +10,7 @@ Deno.test("a task's deno.json permissions and file are what the supervisor runs"
   assertEquals(v.flags, [
     "--allow-read",
     "--allow-write",
-    "--allow-env",
+    "--allow-env=NEURO_KERNELS,GO,NEURO_COMETBFT",
     "--allow-net=127.0.0.1",
     "--allow-run",
   ]);
