@@ -6,30 +6,33 @@ import { buildCodec, type BuiltCodec, DEVNET_SPECIAL_TOKENS } from "../../text/c
 import { tokenizerJson } from "../../text/tokenizer_json.ts";
 import { TextCodec } from "../../text/codec.ts";
 
+/** The words the fixture corpus is made of (so fixtures built from them tokenize well with the fixture codec). */
+export const FIXTURE_WORDS: readonly string[] = [
+  "the",
+  "answer",
+  "is",
+  "seven",
+  "apples",
+  "cost",
+  "three",
+  "coins",
+  "reverse",
+  "word",
+  "count",
+  "letters",
+  "in",
+  "banana",
+  "convert",
+  "metres",
+  "to",
+  "centimetres",
+  "café",
+  "naïve",
+];
+
 /** A fixed English-ish corpus with digits, punctuation and some non-ASCII. */
 export function fixtureCorpus(): string {
-  const words = [
-    "the",
-    "answer",
-    "is",
-    "seven",
-    "apples",
-    "cost",
-    "three",
-    "coins",
-    "reverse",
-    "word",
-    "count",
-    "letters",
-    "in",
-    "banana",
-    "convert",
-    "metres",
-    "to",
-    "centimetres",
-    "café",
-    "naïve",
-  ];
+  const words = FIXTURE_WORDS;
   let x = 2024;
   let text = "";
   for (let i = 0; i < 4000; i++) {

@@ -18,31 +18,10 @@ import type { SourceRole } from "../../../text/sources/spec.ts";
 import { jsonlBytes, parquetBytes } from "../../../text/sources/write.ts";
 import type { ChatMessage } from "../../../text/template_render.ts";
 import type { TextCodec } from "../../../text/codec.ts";
-import { fixtureTextCodec } from "../../text/_fixture.ts";
+import { FIXTURE_WORDS, fixtureTextCodec } from "../../text/_fixture.ts";
 import { tempDir } from "../runtime/_temp.ts";
 
-const WORDS = [
-  "the",
-  "answer",
-  "is",
-  "seven",
-  "apples",
-  "cost",
-  "three",
-  "coins",
-  "reverse",
-  "word",
-  "count",
-  "letters",
-  "in",
-  "banana",
-  "convert",
-  "metres",
-  "to",
-  "centimetres",
-  "café",
-  "naïve",
-];
+const WORDS = FIXTURE_WORDS;
 
 /** Row `i` of source `salt`: a short question and answer from the fixture vocabulary, unique per (salt, i). */
 export function fixtureRow(salt: string, i: number): ChatMessage[] {
