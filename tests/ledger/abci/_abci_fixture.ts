@@ -34,14 +34,14 @@ export interface Served {
 }
 
 /** Serves `app` (closed with the server). */
-export async function serve(app: LedgerApp, maxFrameBytes?: number): Promise<Served> {
+export function serve(app: LedgerApp, maxFrameBytes?: number): Promise<Served> {
   const logs: string[] = [];
   const abci = new AbciApplication(app, (l) => logs.push(l));
   const server = serveAbci({ transport: "tcp", hostname: "127.0.0.1", port: 0 }, (r) => abci.handle(r), {
     log: (l) => logs.push(l),
     ...(maxFrameBytes ? { maxFrameBytes } : {}),
   });
-  return {
+  return Promise.resolve({
     server,
     abci,
     logs,
@@ -49,7 +49,7 @@ export async function serve(app: LedgerApp, maxFrameBytes?: number): Promise<Ser
       await server.close();
       app.close();
     },
-  };
+  });
 }
 
 /** A protobuf timestamp of `ms` since the epoch. */
