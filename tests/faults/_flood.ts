@@ -63,10 +63,20 @@ export async function flood(
   return codes;
 }
 
-/** The resident set size of process `pid` in bytes (Linux `/proc`). */
+/**
+ * The resident set size of process `pid` in bytes, from `ps` (reading another process's `/proc/<pid>/status`
+ * needs `--allow-all` under Deno, which `deno task test` does not grant; it grants `--allow-run`).
+ */
 export function rssOf(pid: number): number {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  const m = /VmRSS:\s+(\d+) kB/.exec(status);
-  if (!m) throw new Error(`Cannot read the RSS of ${pid}: no VmRSS in /proc/${pid}/status`);
-  return Number(m[1]) * 1024;
+  const out = new Deno.Command("ps", {
+    args: ["-o", "rss=", "-p", String(pid)],
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .outputSync();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  if (!out.success || !/^\d+$/.test(text)) {
+    throw new Error(`Cannot read the RSS of ${pid}: ps printed "${text}"`);
+  }
+  return Number(text) * 1024;
 }

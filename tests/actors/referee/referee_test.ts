@@ -28,7 +28,9 @@ for (
   ] as const
 ) {
   Deno.test(`the referee catches a worker forging its ${forge}: fraud challenge, chunked upload, seal, resolve, claim rejected with the slash`, async () => {
-    const net = await startNetwork({ workers: 2, forge: [null, forge] });
+    // A 40-block window (6 s at 150 ms blocks): the referee must replay both stages and challenge within it
+    // while the whole default suite runs in parallel on two cores.
+    const net = await startNetwork({ workers: 2, forge: [null, forge], challengeBlocks: 40 });
     const referee = await startTask("referee", refereeArgs(net), { listens: false });
     try {
       const chain = new ChainClient(net.rpc);
@@ -174,7 +176,12 @@ Deno.test("objects the referee cannot fetch get availability challenges; the spo
 
 Deno.test("a forged stage 0 whose embedding is over 1 MiB is refuted with the embedding uploaded in two chunks", async () => {
   const { WIDE_VOCAB } = await import("../worker/_fixture.ts");
-  const net = await startNetwork({ workers: 2, forge: ["backward", null], config: WIDE_VOCAB });
+  const net = await startNetwork({
+    workers: 2,
+    forge: ["backward", null],
+    config: WIDE_VOCAB,
+    challengeBlocks: 40,
+  });
   const referee = await startTask("referee", refereeArgs(net), { listens: false });
   try {
     const embed = net.fixture.manifest.components.embed!;
