@@ -160,12 +160,19 @@ function randomKey(): string {
 export async function followJob(setup: AskSetup, paid: PaidQuestion): Promise<AskResult> {
   const { jobId, prompt, prompt_ids, decode } = paid;
   let last = "";
+  let reportedRefuted = 0;
   for (;;) {
     const j = await setup.chain.inference(jobId);
     if (j === null) {
       throw new ProtocolError("unknown_job", `Cannot follow job ${jobId}: the chain does not know it`);
     }
     const s = j.state as unknown as InferenceState;
+    // Refutations are read from the job's claim count, not from the states this poll happened to see: a
+    // refuted response reopens the job at the next block, and the retry may answer before the next poll.
+    for (const n = refutedResponses(s, j.claims.length); reportedRefuted < n;) {
+      reportedRefuted += 1;
+      setup.progress(`response ${reportedRefuted} was refuted`);
+    }
     const line = describe(s, j.claims.length);
     if (line !== last) setup.progress(line);
     last = line;
@@ -195,12 +202,30 @@ export async function followJob(setup: AskSetup, paid: PaidQuestion): Promise<As
   }
 }
 
+/**
+ * How many of a job's responses were refuted, from its state and its claim count: every claim but a pending
+ * or settled last one (a job reopens only after a refutation, and expires only unanswered or refuted).
+ */
+export function refutedResponses(s: InferenceState, responses: number): number {
+  switch (s.status) {
+    case "requested":
+      return 0;
+    case "responded":
+    case "settled":
+      return Math.max(0, responses - 1);
+    case "refuted":
+    case "reopened":
+    case "expired":
+      return responses;
+  }
+}
+
 function describe(s: InferenceState, responses: number): string {
   switch (s.status) {
     case "requested":
       return `waiting for the provider (expires after height ${s.job.expires})`;
     case "reopened":
-      return `response ${responses} was refuted; waiting for another (expires after height ${s.job.expires})`;
+      return `waiting for another response after ${responses} refuted (expires after height ${s.job.expires})`;
     case "responded": {
       const c = s.claim.challenge;
       return c === null
