@@ -1,7 +1,7 @@
 /**
- * The referee (PROTOCOL §10.5): recompute one stage from its sealed inputs and compare the committed roots in
- * order — forward output; on stage 0 the loss and head gradient; the backward gradient and squared norm; the
- * SGD update. The first difference names what was forged. Inputs that are missing, do not hash to their
+ * The referee (PROTOCOL §10.5): recompute one stage from its sealed inputs and compare the committed values in
+ * order — forward output; on stage 0 the head loss, then the head gradient; the input gradient, then the
+ * squared gradient norm; the SGD update. The first difference names the check that failed. Inputs that are missing, do not hash to their
  * root or do not parse are a mismatch of the phase that needed them. Anything that is not a protocol error
  * (running out of memory, a crash) is reported as `error` and must never decide a dispute.
  *
@@ -9,7 +9,7 @@
  * ```ts
  * import { replayStage } from "./referee.ts";
  * // const v = replayStage({ parent, batch, stage: 1, trace, fetch: (root) => sealed.get(root) });
- * // v.verdict === "mismatch" && v.what === "backward gradient"
+ * // v.verdict === "mismatch" && v.what === "input gradient"
  * ```
  */
 import type { JsonValue } from "../core/canonical.ts";
@@ -27,14 +27,16 @@ import { applyUpdate, normSquared, stageBackward, stageForward } from "./stage.t
 import type { StageTrace } from "./trace.ts";
 
 /**
- * What a mismatch names, in the order they are checked; a growth names `growth`; a generation's head names `generated token`
- * (kernels/generation_referee.ts), a score's head `window loss` then `next-token argmax`
+ * The check a mismatch names, in the order a stage's checks run; a growth names `growth`; a generation's head
+ * names `generated token` (kernels/generation_referee.ts), a score's head `window loss` then `next-token argmax`
  * (kernels/score_referee.ts).
  */
 export type Forgery =
   | "forward output"
-  | "loss or head gradient"
-  | "backward gradient"
+  | "head loss"
+  | "head gradient"
+  | "input gradient"
+  | "gradient norm"
   | "optimizer update"
   | "generated token"
   | "window loss"
@@ -141,32 +143,49 @@ function replay(input: ReplayInput): void {
 
   let head: HeadResult | null = null;
   if (head0) {
-    head = phase("loss or head gradient", () => {
+    head = phase("head loss", () => {
       const h = readValue(fetchChecked(input, trace.head_input, "head input"), act).data;
       const r = headForwardBackward(h, labels, components.norm!, components.embed!, c, N);
-      const root = sha256Hex(writeValue({ shape: act, data: r.dHidden }));
-      if (toHexFloat(r.loss) !== trace.loss || root !== trace.head_gradient) {
+      if (toHexFloat(r.loss) !== trace.loss) {
         throw new ProtocolError(
           "invalid_record",
-          `Cannot replay: loss ${toHexFloat(r.loss)} and head gradient ${root} differ`,
+          `Cannot replay: loss is ${toHexFloat(r.loss)}, committed ${trace.loss}`,
         );
       }
       return r;
     });
+    phase("head gradient", () => {
+      const root = sha256Hex(writeValue({ shape: act, data: head!.dHidden }));
+      if (root !== trace.head_gradient) {
+        throw new ProtocolError(
+          "invalid_record",
+          `Cannot replay: head gradient is ${root}, committed ${trace.head_gradient}`,
+        );
+      }
+    });
   }
 
-  const grads = phase("backward gradient", () => {
+  const backward = phase("input gradient", () => {
     const g = readValue(fetchChecked(input, trace.gradient_out, "output gradient"), act).data;
     const r = stageBackward(shape, partition, components, forward, g, head);
     const root = r.gradientIn ? sha256Hex(writeValue({ shape: act, data: r.gradientIn })) : null;
-    const norm = toHexFloat(normSquared(partition, r.grads));
-    if (root !== trace.gradient_in || norm !== trace.norm_squared) {
+    if (root !== trace.gradient_in) {
       throw new ProtocolError(
         "invalid_record",
-        `Cannot replay: input gradient ${root} or norm ${norm} differ`,
+        `Cannot replay: input gradient is ${root}, committed ${trace.gradient_in}`,
       );
     }
-    return r.grads;
+    return r;
+  });
+  const grads = phase("gradient norm", () => {
+    const norm = toHexFloat(normSquared(partition, backward.grads));
+    if (norm !== trace.norm_squared) {
+      throw new ProtocolError(
+        "invalid_record",
+        `Cannot replay: squared norm is ${norm}, committed ${trace.norm_squared}`,
+      );
+    }
+    return backward.grads;
   });
 
   phase("optimizer update", () => {

@@ -13,8 +13,10 @@ import type { WorkflowParams } from "./params.ts";
 /** What the referee may name as forged, in the order it compares (§10.5; a generation's head, §8.1; a score's head, §7). */
 export const FORGED_PARTS = [
   "forward output",
-  "loss or head gradient",
-  "backward gradient",
+  "head loss",
+  "head gradient",
+  "input gradient",
+  "gradient norm",
   "optimizer update",
   "generated token",
   "window loss",

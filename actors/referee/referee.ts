@@ -157,6 +157,19 @@ export class Referee {
     }
   }
 
+  /**
+   * The check the referee's own recorded verdicts name for a claim the chain no longer shows (a refuted
+   * response whose job reopened): `mismatch: <check>` or `unavailable <root>`, or "" when none is recorded.
+   */
+  private recordedReason(c: ClaimRow): string {
+    for (let stage = 0; stage < (c.stages ?? 0); stage++) {
+      const v = this.verdictOf(c.claim_id, stage).v;
+      if (v?.verdict === "mismatch") return `mismatch: ${v.what}`;
+      if (v?.verdict === "unavailable") return `unavailable ${v.root}`;
+    }
+    return "";
+  }
+
   /** Counts for the status line. */
   status(height: number): RefereeStatus {
     const claims = this.log.claims();
@@ -215,7 +228,12 @@ export class Referee {
     } else if (c.kind === "response") {
       const r = await responseRecord(this.setup.chain, c.claim_id);
       if (r === null) {
-        return this.finish(c.claim_id, "caught", "refuted; the job reopened for another response");
+        const why = this.recordedReason(c);
+        return this.finish(
+          c.claim_id,
+          "caught",
+          `refuted${why === "" ? "" : ` ${why}`}; the job reopened for another response`,
+        );
       }
       state = r.job.state;
       stages = r.traces.length + 1;
@@ -252,7 +270,7 @@ export class Referee {
           event: "verdict",
           claim_id: c.claim_id,
           stage,
-          detail: `${v.verdict} ${v.what ?? v.root ?? ""}`.trim(),
+          detail: verdictDetail(v),
         });
       }
       if (bad === null && (v.verdict === "mismatch" || v.verdict === "unavailable")) bad = { stage, v };
@@ -340,4 +358,15 @@ export class Referee {
       await new Promise((r) => setTimeout(r, options.pollMs));
     }
   }
+}
+
+/**
+ * A verdict as the referee's log line says it: `match`, `mismatch <check>` (the check that failed),
+ * `unavailable <root>` or `error <what went wrong>`.
+ */
+function verdictDetail(v: StageVerdict): string {
+  if (v.verdict === "mismatch") return `mismatch ${v.what}`;
+  if (v.verdict === "unavailable") return `unavailable ${v.root}`;
+  if (v.verdict === "error") return `error ${v.message}`.trim();
+  return "match";
 }

@@ -247,7 +247,8 @@ export function decodeBase64Strict(data: unknown): Uint8Array | null {
  * where `Claim = {id, owner, bond, stages, deadline, expires, challenge}` and a live `challenge` is
  * `{owner, kind, stage, object_root, bond, needed: [roots, sorted], uploads: [{object_root, chunks, bytes}],
  * sealed: [roots, sorted], deadline}` (see workflows/_claim.ts). A rejected state's `reason` is
- * `"mismatch: <forward output|loss or head gradient|backward gradient|optimizer update|growth|generated token|window loss|next-token argmax>"` or
+ * `"mismatch: <check>"`, the check that failed (`forward output`, `head loss`, `head gradient`, `input gradient`,
+ * `gradient norm`, `optimizer update`, `growth`; a score's `window loss`, `next-token argmax`), or
  * `"availability challenge unanswered"`. The publisher of uploads is the claim owner for an availability
  * challenge and the challenger for a fraud challenge; `resolve` may be sent by anyone.
  */

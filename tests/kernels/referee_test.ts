@@ -43,34 +43,40 @@ Deno.test("referee: a forged output is named forward output", () => {
   }
 });
 
-Deno.test("referee: a forged loss or head gradient on stage 0 is named loss or head gradient", () => {
+Deno.test("referee: a forged loss on stage 0 is named head loss, a forged head gradient head gradient", () => {
   const t = fixture.out.traces[0]!;
+  const loss = replay(0, { ...t, loss: "0x1.0000000000000p+1" });
+  assert.equal(loss.verdict === "mismatch" && loss.what, "head loss");
   assert.equal(
-    (replay(0, { ...t, loss: "0x1.0000000000000p+1" }) as { what?: string }).what,
-    "loss or head gradient",
+    (loss as { message: string }).message,
+    `invalid_record: Cannot replay: loss is ${t.loss}, committed 0x1.0000000000000p+1`,
   );
   const f = forgedValue(t.head_gradient!);
-  assert.equal(
-    (replay(0, { ...t, head_gradient: f.root }, f.objects) as { what?: string }).what,
-    "loss or head gradient",
-  );
+  const grad = replay(0, { ...t, head_gradient: f.root }, f.objects);
+  assert.equal(grad.verdict === "mismatch" && grad.what, "head gradient");
+  assert.match((grad as { message: string }).message, new RegExp(`committed ${f.root}$`));
+  const missing = new Map(fixture.objects);
+  missing.delete(t.head_input!);
+  assert.equal((replay(0, t, missing) as { what?: string }).what, "head loss");
 });
 
-Deno.test("referee: a forged input gradient or squared norm is named backward gradient", () => {
+Deno.test("referee: a forged input gradient is named input gradient, a forged squared norm gradient norm", () => {
   const t = fixture.out.traces[2]!;
   const f = forgedValue(t.gradient_in!);
   assert.equal(
     (replay(2, { ...t, gradient_in: f.root }, f.objects) as { what?: string }).what,
-    "backward gradient",
+    "input gradient",
   );
+  const norm = replay(2, { ...t, norm_squared: "0x1.0000000000000p-3" });
+  assert.equal(norm.verdict === "mismatch" && norm.what, "gradient norm");
   assert.equal(
-    (replay(2, { ...t, norm_squared: "0x1.0000000000000p-3" }) as { what?: string }).what,
-    "backward gradient",
+    (norm as { message: string }).message,
+    `invalid_record: Cannot replay: squared norm is ${t.norm_squared}, committed 0x1.0000000000000p-3`,
   );
   const t0 = fixture.out.traces[0]!;
   assert.equal(
     (replay(0, { ...t0, norm_squared: "0x1.0000000000000p-3" }) as { what?: string }).what,
-    "backward gradient",
+    "gradient norm",
   );
 });
 
@@ -90,14 +96,14 @@ Deno.test("referee: malformed or missing inputs are a mismatch of the phase that
   assert.equal((replay(1, t1, missing) as { what?: string }).what, "forward output");
   const wrongBytes = new Map(fixture.objects);
   wrongBytes.set(t1.gradient_out, writeValue({ shape: ACT, data: new Float32Array(192) }));
-  assert.equal((replay(1, t1, wrongBytes) as { what?: string }).what, "backward gradient");
+  assert.equal((replay(1, t1, wrongBytes) as { what?: string }).what, "input gradient");
   // A sealed gradient file that holds NaN: its bytes hash to the root the trace names, yet it cannot be read.
   const nan = new Uint8Array(fixture.objects.get(t1.gradient_out)!);
   new DataView(nan.buffer).setFloat32(nan.length - 4, NaN, true);
   const withNan = new Map(fixture.objects);
   withNan.set(sha256Hex(nan), nan);
   const v = replay(1, { ...t1, gradient_out: sha256Hex(nan) }, withNan);
-  assert.equal(v.verdict === "mismatch" && v.what, "backward gradient");
+  assert.equal(v.verdict === "mismatch" && v.what, "input gradient");
   assert.match((v as { message: string }).message, /non_finite_tensor/);
   const badShape = new Map(fixture.objects);
   const small = writeValue({ shape: [1], data: new Float32Array(1) });

@@ -105,7 +105,7 @@ export function exerciseClaimPhase<S extends MachineState, E extends MachineEven
   expect(
     cov.ok(
       resolving,
-      ev({ type: "resolve", sender: "v", verdict: "mismatch", what: "backward gradient" }),
+      ev({ type: "resolve", sender: "v", verdict: "mismatch", what: "input gradient" }),
       at(3),
     ),
     "rejected",

@@ -81,7 +81,7 @@ function claimEvent(r: Rng, owner: string, state: MachineState): MachineEvent {
         type: "resolve",
         sender: "v",
         verdict: "mismatch",
-        what: "backward gradient",
+        what: "input gradient",
       }) as unknown as MachineEvent;
     default:
       return { type: "tick" };

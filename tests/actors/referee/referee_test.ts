@@ -24,7 +24,7 @@ for (
   const [forge, what] of [
     ["optimizer", "optimizer update"],
     ["forward", "forward output"],
-    ["backward", "backward gradient"],
+    ["backward", "input gradient"],
   ] as const
 ) {
   Deno.test(`the referee catches a worker forging its ${forge}: fraud challenge, chunked upload, seal, resolve, claim rejected with the slash`, async () => {
@@ -187,9 +187,9 @@ Deno.test("a forged stage 0 whose embedding is over 1 MiB is refuted with the em
     const embed = net.fixture.manifest.components.embed!;
     const run = await runSponsor(net, ["--steps", "1", "--budget", "1"]);
     assert.equal(run.code, 1, run.stdout + run.stderr + referee.lines.join("\n"));
-    assert.match(run.stdout, /^step 0 rejected: mismatch: backward gradient/m, referee.lines.join("\n"));
+    assert.match(run.stdout, /^step 0 rejected: mismatch: gradient norm\b/m, referee.lines.join("\n"));
     const claimId = (await referee.waitFor(/^claim [0-9a-f]{64} /)).split(" ")[1]!;
-    await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch backward gradient$`));
+    await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch gradient norm$`));
     await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`));
     const uploads = referee.lines.filter((l) => l.includes(`upload ${embed.slice(0, 12)} `));
     assert.deepEqual(uploads.map((l) => l.split(" ").at(-1)), ["1/2", "2/2"]);

@@ -194,8 +194,8 @@ for (
   const [forge, what, stage] of [
     ["optimizer", "optimizer update", 1],
     ["forward", "forward output", 1],
-    ["backward", "backward gradient", 1],
-    ["backward", "backward gradient", 0],
+    ["backward", "input gradient", 1],
+    ["backward", "gradient norm", 0],
   ] as const
 ) {
   Deno.test(`a worker forging its ${forge} on stage ${stage} passes the graph checks and is caught only by replay (${what})`, async () => {

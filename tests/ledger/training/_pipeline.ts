@@ -1,7 +1,7 @@
 /**
  * Synthetic training steps for ledger tests: the devnet model run stage by stage through `openStage` (what
- * Workers run), with an optional forger that commits a wrong forward output, backward gradient or optimizer
- * update at one stage while keeping every graph link consistent, so only a referee replay can catch it.
+ * Workers run), with an optional forger that commits a wrong forward output, head loss, head gradient, input
+ * gradient, squared gradient norm or optimizer update at one stage while keeping every graph link consistent, so only a referee replay can catch it.
  */
 import { canonicalBytes, type JsonObject, type JsonValue } from "../../../core/canonical.ts";
 import { id, sha256Hex } from "../../../core/digest.ts";
@@ -16,7 +16,10 @@ import type { AccountKey } from "../../../ledger/keys.ts";
 import { claimMetadata, receiptBody, signReceipt } from "../../../ledger/training/wire.ts";
 
 /** What a forger changes, and at which stage. */
-export type Forge = { what: "forward" | "backward" | "optimizer"; stage: number } | null;
+export type Forge = {
+  what: "forward" | "loss" | "head" | "backward" | "norm" | "optimizer";
+  stage: number;
+} | null;
 
 /** A computed step: everything a claim needs and every object by root. */
 export interface SyntheticStep {
@@ -69,13 +72,15 @@ export function computeStep(
     outputs[i] = is("forward", i) ? tamper(o) : o;
   }
   const head = stages[0]!.head(outputs[S - 1]!);
+  const headGradientBytes = is("head", 0) ? tamper(head.headGradient) : head.headGradient;
   const gradOut: Uint8Array[] = [], gradIn: (Uint8Array | null)[] = [], norms: number[] = [];
-  let g = head.headGradient;
+  let g = headGradientBytes;
   for (let i = S - 1; i >= 0; i--) {
     gradOut[i] = g;
     const r = stages[i]!.backward(g);
     gradIn[i] = r.gradientIn && is("backward", i) ? tamper(r.gradientIn) : r.gradientIn;
-    norms[i] = r.normSquared;
+    // A forged norm is a different float64 (its value times 1 + 2^-40), so the clip scale follows it.
+    norms[i] = is("norm", i) ? r.normSquared * (1 + 2 ** -40) : r.normSquared;
     if (i > 0) g = gradIn[i]!;
   }
   const scale = clipScale(norms, clip);
@@ -97,8 +102,9 @@ export function computeStep(
   const candidateRoot = put(canonicalBytes(candidate));
   const batchRoot = put(canonicalBytes(batch));
   const roots = outputs.map(put);
-  const headGradient = put(head.headGradient);
-  const lrh = toHexFloat(lr), sch = toHexFloat(scale), loss = toHexFloat(head.loss);
+  const headGradient = put(headGradientBytes);
+  const lrh = toHexFloat(lr), sch = toHexFloat(scale);
+  const loss = toHexFloat(is("loss", 0) ? head.loss * (1 + 2 ** -40) : head.loss);
   const traces: StageTrace[] = partitions.map((p, i) => ({
     parent: parentRoot,
     partition: [...p],

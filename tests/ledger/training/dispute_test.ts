@@ -55,8 +55,20 @@ Deno.test("a forged forward output (stage 0, its 2 MiB embedding uploaded in 3 c
   forgedIsRejected({ what: "forward", stage: 0 }, 0, "forward output");
 });
 
-Deno.test("a forged backward gradient is rejected naming the backward gradient", () => {
-  forgedIsRejected({ what: "backward", stage: 1 }, 1, "backward gradient");
+Deno.test("a forged input gradient is rejected naming the input gradient", () => {
+  forgedIsRejected({ what: "backward", stage: 1 }, 1, "input gradient");
+});
+
+Deno.test("a forged loss on stage 0 is rejected naming the head loss", () => {
+  forgedIsRejected({ what: "loss", stage: 0 }, 0, "head loss");
+});
+
+Deno.test("a forged head gradient on stage 0 is rejected naming the head gradient", () => {
+  forgedIsRejected({ what: "head", stage: 0 }, 0, "head gradient");
+});
+
+Deno.test("a forged squared gradient norm is rejected naming the gradient norm", () => {
+  forgedIsRejected({ what: "norm", stage: 1 }, 1, "gradient norm");
 });
 
 Deno.test("a failed accusation burns the challenger's bond and reopens the window; the honest claim is then accepted", () => {

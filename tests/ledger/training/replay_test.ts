@@ -18,7 +18,7 @@ Deno.test("a second validator replaying the blocks of a dispute (uploads, seals,
     assert.equal(r.app_hash, stored.app_hash, `app hash at height ${h}`);
   }
   const st = (replica.query(`/claim?id=${claimId}`) as JsonObject).state as JsonObject;
-  assert.equal(st.reason, "mismatch: backward gradient");
+  assert.equal(st.reason, "mismatch: input gradient");
   replica.close();
   net.app.close();
 });
