@@ -193,8 +193,7 @@ if (!present) {
     const out = await new Deno.Command(Deno.execPath(), {
       args: [
         "run",
-        "--allow-read",
-        "--allow-env",
+        "--allow-all", // reading /proc/self/status needs --allow-all under Deno 2.9
         new URL("./_train_step_rss.ts", import.meta.url).pathname,
         PATH,
       ],

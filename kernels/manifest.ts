@@ -133,9 +133,17 @@ export async function storeModel(
   return { manifest, root };
 }
 
-/** Reads a component's bytes against the config's spec. */
-export function readComponent(config: ModelConfig, name: string, bytes: Uint8Array): Tensors {
-  return readSafetensors(bytes, componentSpec(config, name));
+/**
+ * Reads a component's bytes against the config's spec; `{ view: true }` makes the tensors views of `bytes`
+ * where possible (see `readSafetensors`), so the caller must not write to the bytes afterwards.
+ */
+export function readComponent(
+  config: ModelConfig,
+  name: string,
+  bytes: Uint8Array,
+  options: { readonly view?: boolean } = {},
+): Tensors {
+  return readSafetensors(bytes, componentSpec(config, name), options);
 }
 
 /** Loads a manifest (strict canonical JSON) from the store. */

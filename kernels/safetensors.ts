@@ -148,8 +148,16 @@ function bad(message: string): ProtocolError {
  * (`invalid_tensor`) a header length outside 2–65,536 or not a multiple of 8, a header that is not the
  * canonical spelling, unsorted, unknown or missing names, a dtype other than F32, a wrong shape, data offsets
  * that overlap, leave gaps or run short, and bytes after the data; `non_finite_tensor` for NaN or infinities.
+ *
+ * With `{ view: true }` each tensor's data is a `Float32Array` view of `bytes` instead of a copy, where the
+ * host is little-endian and the data is 4-byte aligned (else a copy, as without the option): no second copy
+ * of a large file, but the tensors then change if the bytes do, so the caller must not write to them.
  */
-export function readSafetensors(bytes: Uint8Array, spec: TensorSpec): Tensors {
+export function readSafetensors(
+  bytes: Uint8Array,
+  spec: TensorSpec,
+  options: { readonly view?: boolean } = {},
+): Tensors {
   if (bytes.length < 8) throw bad(`file is ${bytes.length} bytes, shorter than the 8-byte length`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const big = view.getBigUint64(0, true);
@@ -214,8 +222,13 @@ export function readSafetensors(bytes: Uint8Array, spec: TensorSpec): Tensors {
   }
   const out: Tensors = {};
   for (const e of entries) {
-    const data = new Float32Array((e.end - e.begin) / 4);
-    if (LITTLE_ENDIAN) {
+    const at = bytes.byteOffset + dataStart + e.begin;
+    const data = options.view && LITTLE_ENDIAN && at % 4 === 0
+      ? new Float32Array(bytes.buffer, at, (e.end - e.begin) / 4)
+      : new Float32Array((e.end - e.begin) / 4);
+    if (data.buffer === bytes.buffer) {
+      // a view of the file's own bytes: nothing to copy
+    } else if (LITTLE_ENDIAN) {
       new Uint8Array(data.buffer).set(bytes.subarray(dataStart + e.begin, dataStart + e.end));
     } else {
       for (let i = 0; i < data.length; i++) data[i] = view.getFloat32(dataStart + e.begin + 4 * i, true);

@@ -4,6 +4,15 @@
  * gradient of its output, and last the global clip scale. Every output is the canonical file whose root is
  * committed; `trainStep` and `replayStage` compute exactly the same bits.
  *
+ * Memory, as in `trainStep`: the backward copies each component's gradient, as soon as it exists, into the
+ * buffer of the file its update will be written to (`GradientFiles`), drops the forward's block caches as it
+ * uses them and adds the embedding lookup's rows into the head's gradient in place; the update then
+ * overwrites each gradient with its new value there, so the returned files are those buffers, never a
+ * second copy; the parameters are views of the component files it was opened with (never written).
+ * Each phase therefore runs once: a repeated backward or an update with other arguments is
+ * `invalid_transition` (the same update again returns the same files), and a phase that failed part-way
+ * fails the same way again (reopen the stage to recompute).
+ *
  * @example
  * ```ts
  * import { openStage } from "./stage_io.ts";
@@ -20,9 +29,11 @@ import { headDim, type ModelConfig } from "./config.ts";
 import { headForwardBackward, type HeadResult } from "./head.ts";
 import { readComponent } from "./manifest.ts";
 import { rotaryTables } from "./rotary.ts";
+import { GradientFiles } from "./gradient_files.ts";
 import { readValue, type Tensors, writeSafetensors, writeValue } from "./safetensors.ts";
 import {
   applyUpdate,
+  applyUpdateInPlace,
   normSquared,
   stageBackward,
   type StageForward,
@@ -65,7 +76,7 @@ export function openStage(setup: StageSetup): OpenStage {
   for (const name of partition) {
     const bytes = setup.components[name];
     if (!bytes) throw new ProtocolError("invalid_model", `Cannot open stage: component ${name} is missing`);
-    components[name] = readComponent(c, name, bytes);
+    components[name] = readComponent(c, name, bytes, { view: true }); // the parameters are the file's bytes
   }
   const { B, T, ids, labels } = batchArrays(batch);
   const shape: StepShape = { config: c, B, T, ids, tables: rotaryTables(T, headDim(c), c.rope_theta) };
@@ -73,6 +84,19 @@ export function openStage(setup: StageSetup): OpenStage {
   let fwd: StageForward | null = null;
   let head: HeadResult | null = null;
   let grads: Record<string, Tensors> | null = null;
+  let backwardRan = false;
+  let updated: { learningRate: number; scale: number; files: Record<string, Uint8Array> } | null = null;
+  let failed: { error: unknown } | null = null; // a phase that threw after it began overwriting state
+  const files = new GradientFiles();
+  const guarded = <T>(run: () => T): T => {
+    if (failed) throw failed.error;
+    try {
+      return run();
+    } catch (e) {
+      failed = { error: e };
+      throw e;
+    }
+  };
   return {
     forward(input) {
       if (isHead !== (input === null)) {
@@ -94,10 +118,21 @@ export function openStage(setup: StageSetup): OpenStage {
       return { loss: head.loss, headGradient: writeValue({ shape: act, data: head.dHidden }) };
     },
     backward(gradientOut) {
+      if (backwardRan) throw order("backward already ran on this stage");
       if (!fwd || (isHead && !head)) {
         throw order("backward needs the forward (and on stage 0 the head) first");
       }
-      const r = stageBackward(shape, partition, components, fwd, readValue(gradientOut, act).data, head);
+      const dy = readValue(gradientOut, act).data;
+      const forward = fwd, headResult = head;
+      const r = guarded(() => {
+        backwardRan = true;
+        fwd = null; // its caches are consumed below
+        head = null; // its embedding gradient is added into in place
+        return stageBackward(shape, partition, components, forward, dy, headResult, {
+          keep: files.keep,
+          consume: true,
+        });
+      });
       grads = r.grads;
       return {
         gradientIn: r.gradientIn ? writeValue({ shape: act, data: r.gradientIn }) : null,
@@ -105,9 +140,25 @@ export function openStage(setup: StageSetup): OpenStage {
       };
     },
     update(learningRate, scale) {
+      if (updated) {
+        if (updated.learningRate === learningRate && updated.scale === scale) return { ...updated.files };
+        throw order(
+          `update already ran with learning rate ${updated.learningRate} and scale ${updated.scale}, not ${learningRate} and ${scale}`,
+        );
+      }
       if (!grads) throw order("update needs the backward first");
-      const updated = applyUpdate(partition, components, grads, learningRate, scale);
-      return Object.fromEntries(partition.map((name) => [name, writeSafetensors(updated[name]!)]));
+      const g = grads;
+      const out = guarded(() => {
+        if (!files.inFiles) {
+          const next = applyUpdate(partition, components, g, learningRate, scale);
+          return Object.fromEntries(partition.map((name) => [name, writeSafetensors(next[name]!)]));
+        }
+        applyUpdateInPlace(partition, components, g, learningRate, scale); // each gradient becomes its update
+        return Object.fromEntries(partition.map((name) => [name, files.get(name)!]));
+      });
+      grads = null;
+      updated = { learningRate, scale, files: out };
+      return { ...out };
     },
   };
 }

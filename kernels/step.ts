@@ -20,13 +20,8 @@ import { headForwardBackward, type HeadResult } from "./head.ts";
 import type { Manifest } from "./manifest.ts";
 import type { Model } from "./model.ts";
 import { rotaryTables } from "./rotary.ts";
-import {
-  allocSafetensors,
-  type Tensors,
-  VIEWS_IN_FILES,
-  writeSafetensors,
-  writeValue,
-} from "./safetensors.ts";
+import { GradientFiles } from "./gradient_files.ts";
+import { type Tensors, writeSafetensors, writeValue } from "./safetensors.ts";
 import {
   applyUpdate,
   applyUpdateInPlace,
@@ -104,15 +99,7 @@ export function trainStep(input: StepInput): StepOutput {
   // updated values will be written to, and the update then overwrites it there; block caches and the head's
   // arrays are dropped as they are used. So a step holds the parameters, one gradient-then-update buffer per
   // component and the activations, never a separate update or a serialized copy of it.
-  const files = new Map<string, Uint8Array>();
-  const keep = (name: string, g: Tensors): Tensors => {
-    if (!VIEWS_IN_FILES) return g;
-    const shapes = Object.fromEntries(Object.entries(g).map(([t, v]) => [t, v.shape]));
-    const { bytes, tensors } = allocSafetensors(shapes);
-    for (const [t, v] of Object.entries(tensors)) v.data.set(g[t]!.data);
-    files.set(name, bytes);
-    return tensors;
-  };
+  const files = new GradientFiles();
 
   const gradientOut: string[] = [];
   const gradientIn: (string | null)[] = [];
@@ -121,7 +108,7 @@ export function trainStep(input: StepInput): StepOutput {
   gradientOut[S - 1] = headGradient;
   for (let i = S - 1; i >= 0; i--) {
     const r = stageBackward(shape, partitions[i]!, model.components, forwards[i]!, g, i === 0 ? head : null, {
-      keep,
+      keep: files.keep,
       consume: true,
     });
     forwards[i] = undefined;
@@ -139,7 +126,7 @@ export function trainStep(input: StepInput): StepOutput {
   const components: Record<string, Tensors> = { ...model.components };
   const roots: Record<string, string>[] = [];
   for (let i = 0; i < S; i++) {
-    const update = VIEWS_IN_FILES ? applyUpdateInPlace : applyUpdate;
+    const update = files.inFiles ? applyUpdateInPlace : applyUpdate;
     const updated = update(partitions[i]!, model.components, grads[i]!, input.learningRate, scale);
     roots[i] = {};
     for (const name of partitions[i]!) {

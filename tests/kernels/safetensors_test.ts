@@ -152,6 +152,26 @@ Deno.test("safetensors read does not alias or change the input bytes", () => {
   assert.deepEqual(bytes, copy);
 });
 
+Deno.test("safetensors read with view: the tensors are views of aligned bytes, copies of unaligned ones", () => {
+  const file = writeSafetensors({ a: tensor([2], [1, -0]), b: tensor([1, 3], [3, 4, 5]) });
+  const t = readSafetensors(file, { a: [2], b: [1, 3] }, { view: true });
+  assert.equal(t.a!.data.buffer, file.buffer);
+  assert.equal(t.b!.data.buffer, file.buffer);
+  assert.deepEqual(writeSafetensors(t), file);
+  assert.ok(Object.is(t.a!.data[1], -0));
+  // The same file one byte into a buffer: its data is not 4-byte aligned, so the values are copied.
+  const shifted = new Uint8Array(file.length + 1);
+  shifted.set(file, 1);
+  const u = readSafetensors(shifted.subarray(1), { a: [2], b: [1, 3] }, { view: true });
+  assert.notEqual(u.a!.data.buffer, shifted.buffer);
+  assert.deepEqual(writeSafetensors(u), file);
+  // The checks still apply: a non-finite value is refused and the bytes are unchanged.
+  const nan = raw('{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}', f32(1, NaN));
+  const before = nan.slice();
+  assert.equal(code(() => readSafetensors(nan, { a: [2] }, { view: true })), "non_finite_tensor");
+  assert.deepEqual(nan, before);
+});
+
 Deno.test("allocSafetensors hands out views whose filled bytes equal writeSafetensors", () => {
   const shapes = { "b.weight": [2, 3], a: [4], "c.bias": [1] };
   const { bytes, tensors } = allocSafetensors(shapes);

@@ -74,3 +74,33 @@ Deno.test("stage io: phases out of order and missing components are refused", ()
     "invalid_tensor",
   );
 });
+
+Deno.test("stage io: each phase runs once; the same update again returns the same files, another is refused", () => {
+  const { out } = honestStep();
+  const files = componentFiles(initModel(TINY, 9));
+  const partition = THREE_STAGES[2]!;
+  const s = openStage({
+    config: TINY,
+    partition,
+    components: Object.fromEntries(partition.map((n) => [n, files[n]!])),
+    batch: TINY_BATCH,
+  });
+  // Stage 2's input is stage 1's output; its output gradient is the head's gradient (the last stage).
+  const input = out.objects.get(out.traces[1]!.output)!;
+  assert.equal(sha256Hex(s.forward(input)), out.traces[2]!.output);
+  const g = out.objects.get(out.traces[2]!.gradient_out)!;
+  const back = s.backward(g);
+  assert.equal(sha256Hex(back.gradientIn!), out.traces[2]!.gradient_in);
+  assert.equal(errorCode(() => s.backward(g)), "invalid_transition");
+  const first = s.update(0.25, out.scale);
+  const again = s.update(0.25, out.scale);
+  for (const name of partition) {
+    assert.equal(sha256Hex(first[name]!), out.traces[2]!.components[name]);
+    assert.equal(sha256Hex(again[name]!), out.traces[2]!.components[name]);
+  }
+  assert.equal(errorCode(() => s.update(0.5, out.scale)), "invalid_transition");
+  assert.equal(errorCode(() => s.update(0.25, out.scale / 2)), "invalid_transition");
+  // The refused calls changed nothing: the same update still returns the committed files.
+  const last = s.update(0.25, out.scale);
+  for (const name of partition) assert.equal(sha256Hex(last[name]!), out.traces[2]!.components[name]);
+});
