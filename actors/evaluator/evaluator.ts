@@ -70,8 +70,22 @@ export class Evaluator {
 
   /** Runs the evaluation of the latest trained cohort to its decision; returns the evaluation's answer. */
   async run(): Promise<JsonObject> {
+    return await this.decide(await this.open());
+  }
+
+  /**
+   * Settles what an earlier process left in flight, then waits for a trained cohort not yet evaluated and
+   * opens (or finds) its evaluation; its id. A caller that journals the id before scoring (the epoch
+   * controller) calls this, then `decide`.
+   */
+  async open(): Promise<string> {
     await this.resume();
-    const evaluationId = await this.openWhenTrained();
+    return await this.openWhenTrained();
+  }
+
+  /** Scores evaluation `evaluationId` to its decision (finishing it); returns the evaluation's answer. */
+  async decide(evaluationId: string): Promise<JsonObject> {
+    await this.resume();
     for (;;) {
       try {
         const e = await this.setup.chain.evaluation(evaluationId);

@@ -36,7 +36,7 @@ export interface OperationContext extends QueryContext {
   readonly opId: string;
   /** Runs `fn` once and journals its JSON result; a re-execution returns the recorded result instead. */
   step<T extends JsonValue>(name: string, fn: (key: string) => T | Promise<T>): Promise<T>;
-  /** The wall clock in integer milliseconds, journaled. */
+  /** The wall clock in integer milliseconds (the actor's injected clock, else `Date.now`), journaled. */
   now(): Promise<number>;
   /** `bytes` random bytes as lowercase hex, journaled. */
   random(bytes: number): Promise<string>;
@@ -79,6 +79,8 @@ export interface ContextDeps {
   readonly log: EventLog;
   readonly live: Map<string, Live>;
   readonly machines: ReadonlyMap<string, AnyMachine>;
+  /** The wall clock `ctx.now()` reads (integer milliseconds); tests inject one, the default is `Date.now`. */
+  readonly clock?: () => number;
 }
 
 /** A read-only context over the actor's live workflows and journal. */
@@ -96,6 +98,7 @@ export function readContext({ journal, live }: ContextDeps): QueryContext {
 export function writeContext(deps: ContextDeps, opId: string): OperationContext {
   let pos = 0;
   const { journal, log, live, machines } = deps;
+  const clock = deps.clock ?? Date.now;
   const step = async <T extends JsonValue>(
     name: string,
     fn: (key: string) => T | Promise<T>,
@@ -172,7 +175,14 @@ export function writeContext(deps: ContextDeps, opId: string): OperationContext 
     ...readContext(deps),
     opId,
     step,
-    now: () => step("$now", () => Date.now()),
+    now: () =>
+      step("$now", () => {
+        const t = clock();
+        if (!Number.isSafeInteger(t) || t < 0) {
+          throw new ProtocolError("invalid_value", `Cannot read the clock: it is ${t}, expected integer ms`);
+        }
+        return t;
+      }),
     random: (bytes: number) =>
       step("$random", () => {
         if (!Number.isSafeInteger(bytes) || bytes < 1 || bytes > 65536) {

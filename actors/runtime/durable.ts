@@ -86,23 +86,30 @@ export class DurableActor {
   recovered: Recovery[] = [];
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(readonly journal: Journal, readonly def: ActorDefinition) {
+  private constructor(readonly journal: Journal, readonly def: ActorDefinition, clock?: () => number) {
     this.log = new EventLog(journal);
     for (const m of def.machines) this.machines.set(m.name, m);
-    this.deps = { journal, log: this.log, live: this.live, machines: this.machines };
+    this.deps = {
+      journal,
+      log: this.log,
+      live: this.live,
+      machines: this.machines,
+      ...(clock === undefined ? {} : { clock }),
+    };
   }
 
   /**
    * Opens the actor: rebuilds every workflow instance by replaying its journal (throws
    * `ProtocolError(journal_divergence)` with the report on a mismatch), then re-executes unfinished
-   * operations unless `recover` is false (see `recover`; the report is kept in `recovered`).
+   * operations unless `recover` is false (see `recover`; the report is kept in `recovered`). `clock` is the
+   * wall clock its operations' `ctx.now()` reads (default `Date.now`; tests inject one).
    */
   static async open(
     journal: Journal,
     def: ActorDefinition,
-    options: { recover?: boolean } = {},
+    options: { recover?: boolean; clock?: () => number } = {},
   ): Promise<DurableActor> {
-    const actor = new DurableActor(journal, def);
+    const actor = new DurableActor(journal, def, options.clock);
     for (const inst of actor.log.instances()) {
       const machine = actor.machines.get(inst.machine);
       const r = replayInstance(machine, inst, actor.log.replayEvents(inst.instance));

@@ -261,3 +261,35 @@ Deno.test("an operation that is still retryable at restart stays begun and the a
   ]);
   restarted.journal.close();
 });
+
+Deno.test("ctx.now reads the clock injected at open, journals it, and a restart replays the recorded time", async () => {
+  const path = tempPath();
+  let t = 1_767_225_600_000;
+  const def = defineActor({
+    name: "clocked",
+    machines: [],
+    handlers: { at: async (ctx) => await ctx.now() },
+  });
+  const actor = await DurableActor.open(Journal.open(path), def, { clock: () => t });
+  assert.equal(dec.decode(await actor.deliver("at", "op1", null)), '{"ok":true,"value":1767225600000}');
+  actor.journal.close();
+  t += 86_400_000;
+  const again = await DurableActor.open(Journal.open(path), def, { clock: () => t });
+  assert.equal(dec.decode(await again.deliver("at", "op1", null)), '{"ok":true,"value":1767225600000}');
+  assert.equal(dec.decode(await again.deliver("at", "op2", null)), '{"ok":true,"value":1767312000000}');
+  again.journal.close();
+});
+
+Deno.test("a clock that answers a non-integer is invalid_value and records no time", async () => {
+  const path = tempPath();
+  const def = defineActor({
+    name: "clocked",
+    machines: [],
+    handlers: { at: async (ctx) => await ctx.now() },
+  });
+  const actor = await DurableActor.open(Journal.open(path), def, { clock: () => 1.5 });
+  const r = JSON.parse(dec.decode(await actor.deliver("at", "op1", null)));
+  assert.equal(r.code, "invalid_value");
+  assert.deepEqual(actor.journal.steps("op1"), []);
+  actor.journal.close();
+});
