@@ -122,6 +122,9 @@ export const ERROR_CODES = {
   // Hardening (issue 16).
   upstream_timeout: "the proposer a replica forwards to did not answer within the time bound",
   permission_denied: "the process lacks the Deno permission the operation needs",
+  // Epoch controller (issue 14).
+  invalid_config: "a configuration file is malformed, has an unknown field or a value out of range",
+  day_budget_spent: "the UTC day's epoch or atom budget of an epoch controller is spent",
 } as const;
 
 /** A registered protocol error code. */

@@ -59,4 +59,6 @@ export const PERMISSIONS: Readonly<Record<string, string>> = {
   "cometbft:install": "deno run --allow-read --allow-write --allow-env --allow-run tasks/cometbft_install.ts",
   "curator":
     "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS --allow-net=127.0.0.1 tasks/curator.ts",
+  "epoch":
+    "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS --allow-net=127.0.0.1 tasks/epoch.ts",
 };
