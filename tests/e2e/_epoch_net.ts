@@ -78,6 +78,8 @@ export async function buildEpochTemplate(
     manifest = out.manifest as unknown as JsonValue;
     root = out.root;
   }
+  // Every key is made here, so every copy of the template signs the same transactions.
+  for (const h of workerHomes) await createKeyFile(`${h}/account.key`);
   const controller = await createKeyFile(`${dir}/controller/account.key`);
   await storeCodec(new ObjectStore(`${dir}/controller/objects`), codec);
   const net = await writeDevnetGenesis({
@@ -100,6 +102,10 @@ export async function buildEpochTemplate(
       steps_per_cohort: EPOCH_STEPS,
       challenge_blocks: 6,
       min_inference_blocks: 7,
+      // Generous leases and claim lifetimes: a controller killed and restarted on a busy machine resumes
+      // its reservation and claims in time, so a crashed run makes the same attempts as an uninterrupted one.
+      lease_blocks: 400,
+      max_claim_blocks: 1_200,
       evaluation_blocks: 100_000,
     },
   });
