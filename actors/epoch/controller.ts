@@ -1,5 +1,5 @@
 /**
- * The epoch controller (ARCHITECTURE "Actors", PROTOCOL §12.2): one durable actor that drives an epoch —
+ * The epoch controller (ARCHITECTURE "Actors", PROTOCOL §12 "Epoch controller"): one durable actor that drives an epoch —
  * collect and propose a cohort (the Curator), wait for the validators to vote it in, train its scheduled steps
  * (the Sponsor), open and complete its evaluation (the Evaluator) and record the decision — as the
  * `workflows/epoch.ts` machine, in its own journal `HOME/journal.sqlite`.
