@@ -12,6 +12,13 @@
  * `ds_ij = fround(fround(p_ij·(dp_ij − ρ_i))·σ)` below or on the diagonal, +0 above; `dQ = dS·K`,
  * `dK_h = dSᵀ·Q`, `dV_h = Pᵀ·dO`; the heads of one group add into dK and dV in ascending head order.
  *
+ * `attentionForwardReference` and `attentionBackwardReference` are this definition as plain loops (over the
+ * matmul). `attentionForward` and `attentionBackward` run the WebAssembly softmax kernels
+ * (`kernels/wasm/softmax.wat`) when available and `NEURO_KERNELS` is not "reference": the work is split by
+ * (batch row, head) across the kernel threads (`NEURO_THREADS`), each unit computed with exactly the
+ * definition's operations, and the group sums of dK and dV added on the calling thread in ascending head
+ * order, so the bits are the reference's for any thread count (`tests/kernels/attention_threads_test.ts`).
+ *
  * @example
  * ```ts
  * import { attentionForward } from "./attention.ts";
@@ -21,7 +28,8 @@
  */
 import { ProtocolError } from "../core/errors.ts";
 import { expf } from "./math.ts";
-import { matmul } from "./matmul.ts";
+import { FORCE_REFERENCE, matmul } from "./matmul.ts";
+import { wasmAttentionBackward, wasmAttentionForward } from "./wasm/softmax_wasm.ts";
 import { assertFinite } from "./tensor.ts";
 
 const fr = Math.fround;
@@ -75,8 +83,88 @@ function checkDims(d: AttentionDims): void {
   }
 }
 
-/** q [B·Tq, H·D], k and v [B·Tk, KVH·D] → out [B·Tq, H·D] and the probabilities. */
+function checkSizes(d: AttentionDims, arrays: readonly (readonly [string, Float32Array, number])[]): void {
+  for (const [name, x, rows] of arrays) {
+    const need = rows * (name === "k" || name === "v" || name === "dk" ? d.KVH : d.H) * d.D;
+    if (x.length < need) {
+      throw new ProtocolError(
+        "invalid_tensor",
+        `Cannot attend: ${name} has ${x.length} elements, expected at least ${need}`,
+      );
+    }
+  }
+}
+
+/** Runs `fast` unless the reference is forced; a memory that cannot grow (RangeError) or null falls back. */
+function fastOr<T>(fast: () => T | null, reference: () => T): T {
+  if (!FORCE_REFERENCE) {
+    try {
+      const r = fast();
+      if (r !== null) return r;
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+    }
+  }
+  return reference();
+}
+
+/**
+ * q [B·Tq, H·D], k and v [B·Tk, KVH·D] → out [B·Tq, H·D] and the probabilities, on the fastest path that
+ * gives the reference's bits (see the module comment).
+ */
 export function attentionForward(
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  dims: AttentionDims,
+): { out: Float32Array; cache: AttentionCache } {
+  checkDims(dims);
+  checkSizes(dims, [["q", q, dims.B * dims.Tq], ["k", k, dims.B * dims.Tk], ["v", v, dims.B * dims.Tk]]);
+  return fastOr(() => {
+    const r = wasmAttentionForward(q, k, v, dims);
+    if (r === null) return null;
+    const { B, H, Tq, Tk } = dims;
+    for (let bh = 0; bh < B * H; bh++) {
+      assertFinite(r.p.subarray(bh * Tq * Tk, (bh + 1) * Tq * Tk), "attention probabilities");
+    }
+    assertFinite(r.out, "attention output");
+    return { out: r.out, cache: { p: r.p } };
+  }, () => attentionForwardReference(q, k, v, dims));
+}
+
+/** dOut [B·T, H·D] → dq [B·T, H·D], dk and dv [B·T, KVH·D], on the fastest path with the reference's bits. */
+export function attentionBackward(
+  dOut: Float32Array,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  cache: AttentionCache,
+  dims: AttentionDims,
+): { dq: Float32Array; dk: Float32Array; dv: Float32Array } {
+  checkDims(dims);
+  const { B, Tq: T, H } = dims;
+  if (dims.Tk !== T) {
+    throw new ProtocolError("invalid_tensor", `Cannot differentiate attention: Tq ${T} != Tk ${dims.Tk}`);
+  }
+  checkSizes(dims, [["dOut", dOut, B * T], ["q", q, B * T], ["k", k, B * T], ["v", v, B * T]]);
+  if (cache.p.length < B * H * T * T) {
+    throw new ProtocolError(
+      "invalid_tensor",
+      `Cannot differentiate attention: p has ${cache.p.length} elements, expected at least ${B * H * T * T}`,
+    );
+  }
+  return fastOr(() => {
+    const r = wasmAttentionBackward(dOut, q, k, v, cache.p, dims);
+    if (r === null) return null;
+    assertFinite(r.dq, "attention query gradient");
+    assertFinite(r.dk, "attention key gradient");
+    assertFinite(r.dv, "attention value gradient");
+    return r;
+  }, () => attentionBackwardReference(dOut, q, k, v, cache, dims));
+}
+
+/** The definition as plain loops over the matmul: q, k, v → out and the probabilities. */
+export function attentionForwardReference(
   q: Float32Array,
   k: Float32Array,
   v: Float32Array,
@@ -125,8 +213,8 @@ export function attentionForward(
   return { out, cache: { p } };
 }
 
-/** dOut [B·T, H·D] → dq [B·T, H·D], dk and dv [B·T, KVH·D] (training shapes, Tq = Tk = T). */
-export function attentionBackward(
+/** The definition of the backward as plain loops over the matmul (training shapes, Tq = Tk = T). */
+export function attentionBackwardReference(
   dOut: Float32Array,
   q: Float32Array,
   k: Float32Array,

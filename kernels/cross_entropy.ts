@@ -7,6 +7,12 @@
  * The mean loss is float64: `Σ loss_n` (rows ascending, float64) divided by the number of labelled rows
  * `L`. Gradient: `dz_j = fround(fround(fround(e_j / Z) − [j = y]) / L)`.
  *
+ * The `…Reference` functions are these loops. `crossEntropyForward` and `crossEntropyForwardBackward` run the
+ * exponentials and the gradient on the WebAssembly softmax kernels (`kernels/wasm/softmax.wat`) when
+ * available and `NEURO_KERNELS` is not "reference", split by vocabulary ranges across the kernel threads;
+ * each row's maximum and its sum `Z` (in ascending vocabulary order) are taken on the calling thread, so the
+ * bits are the reference's for any thread count.
+ *
  * @example
  * ```ts
  * import { crossEntropyForward } from "./cross_entropy.ts";
@@ -15,6 +21,8 @@
  */
 import { ProtocolError } from "../core/errors.ts";
 import { expf, logf } from "./math.ts";
+import { FORCE_REFERENCE } from "./matmul.ts";
+import { type VocabRows, wasmVocabRows } from "./wasm/softmax_wasm.ts";
 import { assertFinite } from "./tensor.ts";
 
 const fr = Math.fround;
@@ -75,8 +83,63 @@ function rowGradient(
   for (let j = 0; j < e.length; j++) dz[o + j] = fr(fr(fr(e[j]! / sum) - (j === y ? 1 : 0)) / labelled);
 }
 
-/** logits [N,V], labels [N] → mean loss and per-row losses. */
+/** Below this many logits (N·V) the reference loops run (copying into the kernels costs more). */
+export const VOCAB_WASM_MIN = 4096;
+
+/** The rows' maxima, sums and (when asked) gradient from the kernels, or null to use the reference loops. */
+function fastRows(
+  logits: Float32Array,
+  labels: Int32Array,
+  N: number,
+  V: number,
+  labelled: number,
+  gradient: boolean,
+): VocabRows | null {
+  if (FORCE_REFERENCE || N * V < VOCAB_WASM_MIN || logits.length < N * V || labels.length < N) return null;
+  try {
+    return wasmVocabRows(logits, labels, N, V, labelled, gradient);
+  } catch (e) {
+    if (e instanceof RangeError) return null; // the memory could not grow: the same bits from the loops
+    throw e;
+  }
+}
+
+/** The mean loss and per-row losses from each labelled row's maximum and exponential sum. */
+function lossesOf(
+  logits: Float32Array,
+  labels: Int32Array,
+  N: number,
+  V: number,
+  labelled: number,
+  rows: VocabRows,
+) {
+  const rowLosses = new Float32Array(N); // rowLosses: [N]
+  let total = 0;
+  for (let n = 0; n < N; n++) {
+    const y = labels[n]!;
+    if (y === IGNORE_INDEX) continue;
+    rowLosses[n] = rowLoss(logits, n * V, y, rows.m[n]!, rows.sums[n]!);
+    total += rowLosses[n]!;
+  }
+  assertFinite(rowLosses, "row losses");
+  return { loss: total / labelled, rowLosses, labelled };
+}
+
+/** logits [N,V], labels [N] → mean loss and per-row losses (fastest path with the reference's bits). */
 export function crossEntropyForward(
+  logits: Float32Array,
+  labels: Int32Array,
+  N: number,
+  V: number,
+): CrossEntropyResult {
+  const labelled = checkLabels(labels, V);
+  const rows = fastRows(logits, labels, N, V, labelled, false);
+  if (rows === null) return crossEntropyForwardReference(logits, labels, N, V);
+  return lossesOf(logits, labels, N, V, labelled, rows);
+}
+
+/** `crossEntropyForward` by the reference loops. */
+export function crossEntropyForwardReference(
   logits: Float32Array,
   labels: Int32Array,
   N: number,
@@ -110,9 +173,24 @@ export function crossEntropyBackward(
 
 /**
  * The mean loss, the per-row losses and the gradient in one pass (each row's exponentials computed once);
- * the same bits as `crossEntropyForward` and `crossEntropyBackward`.
+ * the same bits as `crossEntropyForward` and `crossEntropyBackward`, on the fastest path with those bits.
  */
 export function crossEntropyForwardBackward(
+  logits: Float32Array,
+  labels: Int32Array,
+  N: number,
+  V: number,
+): CrossEntropyResult & { readonly dz: Float32Array } {
+  const labelled = checkLabels(labels, V);
+  const rows = fastRows(logits, labels, N, V, labelled, true);
+  if (rows === null) return crossEntropyForwardBackwardReference(logits, labels, N, V);
+  const r = lossesOf(logits, labels, N, V, labelled, rows);
+  assertFinite(rows.dz!, "logit gradient");
+  return { ...r, dz: rows.dz! };
+}
+
+/** `crossEntropyForwardBackward` by the reference loops. */
+export function crossEntropyForwardBackwardReference(
   logits: Float32Array,
   labels: Int32Array,
   N: number,

@@ -1,7 +1,8 @@
 /**
  * `deno task build:wasm`: assembles kernels/wasm/matmul.wat into matmul.wasm and matmul_wasm_bytes.ts
- * (the loader's embedded copy), and kernels/wasm/draft.wat (the drafter's non-consensus int8 kernels) into
- * draft.wasm and draft_wasm_bytes.ts. `--check` only compares and exits 1 when the committed files are stale.
+ * (the loader's embedded copy), kernels/wasm/draft.wat (the drafter's non-consensus int8 kernels) into
+ * draft.wasm and draft_wasm_bytes.ts, and kernels/wasm/softmax.wat (attention and the head's cross-entropy)
+ * into softmax.wasm and softmax_wasm_bytes.ts. `--check` only compares and exits 1 when the committed files are stale.
  * @module
  */
 
@@ -10,8 +11,8 @@ import { assembleWat, bytesModule, WASM_SOURCES } from "../kernels/wasm/assemble
 
 const HELP = `Usage: deno task build:wasm [--check]
 
-Assembles kernels/wasm/matmul.wat and kernels/wasm/draft.wat (npm:wabt, pinned in deno.json) into
-kernels/wasm/{matmul,draft}.wasm and kernels/wasm/{matmul,draft}_wasm_bytes.ts.
+Assembles kernels/wasm/matmul.wat, draft.wat and softmax.wat (npm:wabt, pinned in deno.json) into
+kernels/wasm/{matmul,draft,softmax}.wasm and kernels/wasm/{matmul,draft,softmax}_wasm_bytes.ts.
 
   --check   do not write; exit 1 if the committed files differ from a fresh assembly
   --help    show this help`;

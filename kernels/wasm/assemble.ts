@@ -28,7 +28,10 @@ export interface WasmSource {
   readonly constant: string;
 }
 
-/** Every module `deno task build:wasm` assembles: the deterministic matmul and the drafter's int8 kernels. */
+/**
+ * Every module `deno task build:wasm` assembles: the deterministic matmul, the drafter's int8 kernels and the
+ * deterministic softmax kernels (attention by head, the head's vocabulary).
+ */
 export const WASM_SOURCES: readonly WasmSource[] = [
   { wat: MATMUL_WAT_URL, wasm: MATMUL_WASM_URL, ts: MATMUL_BYTES_TS_URL, constant: "MATMUL_WASM_BASE64" },
   {
@@ -36,6 +39,12 @@ export const WASM_SOURCES: readonly WasmSource[] = [
     wasm: new URL("./draft.wasm", import.meta.url),
     ts: new URL("./draft_wasm_bytes.ts", import.meta.url),
     constant: "DRAFT_WASM_BASE64",
+  },
+  {
+    wat: new URL("./softmax.wat", import.meta.url),
+    wasm: new URL("./softmax.wasm", import.meta.url),
+    ts: new URL("./softmax_wasm_bytes.ts", import.meta.url),
+    constant: "SOFTMAX_WASM_BASE64",
   },
 ];
 

@@ -1,8 +1,9 @@
 /**
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
- * on more cores: the deterministic matmul (`matmul.wat`, kernel 0) and the drafter's non-consensus int8
- * kernels (`draft.wat`, kernel 1). Both are compiled synchronously from embedded bytes, so loading needs no
- * permissions.
+ * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
+ * kernels (`draft.wat`, kernel 1) and the deterministic softmax kernels (`softmax.wat`: attention forward and
+ * backward by head, kernels 2 and 3; the head's vocabulary exponentials and gradient, kernels 4 and 5). All are
+ * compiled synchronously from embedded bytes, so loading needs no permissions.
  *
  * The memory starts with a resident region — long-lived buffers such as the drafter's quantised weights,
  * handed out by `allocResident` and never freed — followed by the scratch space of each call. The memory
@@ -14,12 +15,21 @@ import { MAX_THREADS } from "../threads.ts";
 import { decodeBase64 } from "./assemble_base64.ts";
 import { DRAFT_WASM_BASE64 } from "./draft_wasm_bytes.ts";
 import { MATMUL_WASM_BASE64 } from "./matmul_wasm_bytes.ts";
+import { SOFTMAX_WASM_BASE64 } from "./softmax_wasm_bytes.ts";
 import { KernelPool } from "./pool.ts";
 
 /** Index of the matmul kernel in pool jobs. */
 export const MATMUL_KERNEL = 0;
 /** Index of the drafter's int8 matrix-vector kernel in pool jobs. */
 export const Q8_MATVEC_KERNEL = 1;
+/** Index of the attention forward kernel (units of one batch row and head) in pool jobs. */
+export const ATTENTION_FORWARD_KERNEL = 2;
+/** Index of the attention backward kernel in pool jobs. */
+export const ATTENTION_BACKWARD_KERNEL = 3;
+/** Index of the head's vocabulary exponentials kernel in pool jobs. */
+export const VOCAB_EXP_KERNEL = 4;
+/** Index of the head's vocabulary gradient kernel in pool jobs. */
+export const VOCAB_GRADIENT_KERNEL = 5;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -27,6 +37,7 @@ export interface KernelMemory {
   readonly pool: KernelPool;
   readonly matmul: MatmulExports;
   readonly draft: DraftExports;
+  readonly softmax: SoftmaxExports;
 }
 
 /** What `matmul.wat` exports. */
@@ -35,6 +46,19 @@ export interface MatmulExports {
   tile_cols: WebAssembly.Global;
   panel_group: WebAssembly.Global;
   matmul(...args: number[]): void;
+}
+
+/**
+ * What `softmax.wat` exports: each kernel takes (parameter block, part, lo, hi); `exp64` and `expf4` are for
+ * tests.
+ */
+export interface SoftmaxExports {
+  attention_forward(at: number, part: number, lo: number, hi: number): void;
+  attention_backward(at: number, part: number, lo: number, hi: number): void;
+  vocab_exp(at: number, part: number, lo: number, hi: number): void;
+  vocab_gradient(at: number, part: number, lo: number, hi: number): void;
+  exp64(x: number): number;
+  expf4(x: number, y: number): void;
 }
 
 /** What `draft.wat` exports. */
@@ -58,13 +82,26 @@ export function kernelMemory(): KernelMemory | null {
   try {
     const matmul = new WebAssembly.Module(decodeBase64(MATMUL_WASM_BASE64));
     const draft = new WebAssembly.Module(decodeBase64(DRAFT_WASM_BASE64));
+    const softmax = new WebAssembly.Module(decodeBase64(SOFTMAX_WASM_BASE64));
     const memory = new WebAssembly.Memory({ initial: 1, maximum: MAX_PAGES, shared: true });
     const env = { env: { memory } };
     loaded = {
       memory,
-      pool: new KernelPool([[matmul, "matmul"], [draft, "q8_matvec"]], memory, MAX_THREADS - 1),
+      pool: new KernelPool(
+        [
+          [matmul, "matmul"],
+          [draft, "q8_matvec"],
+          [softmax, "attention_forward"],
+          [softmax, "attention_backward"],
+          [softmax, "vocab_exp"],
+          [softmax, "vocab_gradient"],
+        ],
+        memory,
+        MAX_THREADS - 1,
+      ),
       matmul: new WebAssembly.Instance(matmul, env).exports as unknown as MatmulExports,
       draft: new WebAssembly.Instance(draft, env).exports as unknown as DraftExports,
+      softmax: new WebAssembly.Instance(softmax, env).exports as unknown as SoftmaxExports,
     };
   } catch {
     loaded = null; // no WebAssembly SIMD or shared memory in this runtime: the reference path applies

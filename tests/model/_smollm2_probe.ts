@@ -2,8 +2,9 @@
  * Test helper run as a subprocess by the SmolLM2 parity tests: loads the GGUF given as the first argument and
  * prints one JSON line with the SHA-256 of the logits of a 24-token prompt (every position), the greedy answer
  * (16 ids and the SHA-256 of their logits) from `generate`, from draft-and-verify with the int8 drafter and
- * with a deliberately wrong drafter (every third proposal changed), the drafting figures, and the kernel
- * threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
+ * with a deliberately wrong drafter (every third proposal changed), the drafting figures, the record root of
+ * one 3-stage SGD step on the prompt's first 16 tokens (attention backward and the head's cross-entropy), and
+ * the kernel threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
  */
 import { sha256Hex } from "../../core/digest.ts";
 import { readGguf } from "../../kernels/gguf.ts";
@@ -11,6 +12,10 @@ import { modelFromGguf } from "../../kernels/gguf_model.ts";
 import { type Drafter, Q8Drafter } from "../../kernels/draft.ts";
 import { generateDrafted } from "../../kernels/draft_verify.ts";
 import { forwardLogits, generate, type Generation } from "../../kernels/generation.ts";
+import { buildManifest } from "../../kernels/manifest.ts";
+import { componentNames, componentParameters } from "../../kernels/model.ts";
+import { place } from "../../kernels/placement.ts";
+import { trainStep } from "../../kernels/step.ts";
 import { kernelThreads } from "../../kernels/threads.ts";
 import { wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
 
@@ -57,11 +62,20 @@ const wrong: Drafter = {
 };
 const drafted = generateDrafted(model, PROBE_PROMPT, 16, { drafter: q8 });
 const perturbed = generateDrafted(model, PROBE_PROMPT, 16, { drafter: wrong });
+const c = model.config, block = componentParameters(c, "block_000");
+const head = componentParameters(c, "embed") + componentParameters(c, "norm");
+const partitions = place(c, [head + 10 * block, 10 * block, 10 * block]);
+const fake = Object.fromEntries(componentNames(c).map((n, i) => [n, i.toString(16).padStart(64, "0")]));
+const manifest = buildManifest(c, fake, { origin: { format: "gguf" }, tokenizer_root: "0".repeat(64) });
+const ids = PROBE_PROMPT.slice(0, 16);
+const batch = { input_ids: [ids], labels: [[...ids.slice(1), -100]] };
+const step = trainStep({ model, manifest, batch, partitions, learningRate: 1e-4, clip: 1, step: 0 });
 console.log(JSON.stringify({
   logits: root(logits),
   greedy: answer(generate(model, PROBE_PROMPT, 16)),
   drafted: answer(drafted),
   perturbed: answer(perturbed),
   stats: { drafted: drafted.stats, perturbed: perturbed.stats },
+  step: step.recordRoot,
   ready,
 }));

@@ -1,7 +1,9 @@
 /**
  * SmolLM2-135M on 1, 2 and 3 kernel threads against the reference loops (NEURO_KERNELS=reference): the logits
  * of every position of a 24-token prompt have the same SHA-256, and the greedy answer — from `generate`, from
- * draft-and-verify with the int8 drafter and with a deliberately wrong drafter — the same ids and logits.
+ * draft-and-verify with the int8 drafter and with a deliberately wrong drafter — the same ids and logits, and
+ * one 3-stage training step (attention's backward by head, the head's cross-entropy by vocabulary) the same
+ * record root.
  * Each run is its own process (`_smollm2_probe.ts`), since the kernel path is chosen once per process. Slow
  * suite only.
  */
@@ -24,7 +26,7 @@ async function probe(env: Record<string, string>): Promise<Record<string, unknow
 
 Deno.test({
   name:
-    "SmolLM2 logits and greedy answers (plain, drafted, wrongly drafted) on 1-3 threads equal the reference bit for bit",
+    "SmolLM2 logits, greedy answers (plain, drafted, wrongly drafted) and a training step on 1-3 threads equal the reference bit for bit",
   ignore: file.path === null,
   fn: async () => {
     const reference = await probe({ NEURO_KERNELS: "reference" });
@@ -39,6 +41,7 @@ Deno.test({
     for (const r of threaded) {
       assert.equal(r.logits, reference.logits);
       assert.deepEqual(r.greedy, reference.greedy);
+      assert.equal(r.step, reference.step);
     }
     const stats = reference.stats as { drafted: { drafted: number; accepted: number } };
     assert.ok(stats.drafted.accepted > 0, JSON.stringify(stats));

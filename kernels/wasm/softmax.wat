@@ -1,0 +1,499 @@
+;; The deterministic softmax kernels, bit-identical to the TypeScript reference they mirror: causal attention
+;; split by (batch row, head) (kernels/attention.ts) and the head's cross-entropy split by vocabulary ranges
+;; (kernels/cross_entropy.ts). Each job computes whole output elements with the reference's own reduction
+;; order, so which thread runs which range never changes a bit:
+;;
+;; - every sum starts at +0 and adds fround(a·b) in ascending index order (f32.mul then f32.add, never a fused
+;;   multiply-add; a SIMD lane is one such sum, lanes are different output elements);
+;; - exp64 is kernels/math.ts's exp64 operation for operation (float64; the constants are its float64 values
+;;   written exactly in hexadecimal), and expf is its float32 rounding;
+;; - float32 division, subtraction and comparison are IEEE (the reference's Math.fround of a float64 result of
+;;   two float32 operands is the same correctly rounded value).
+;;
+;; Arguments are byte offsets into the kernels' shared memory (kernels/wasm/kernel_memory.ts); each job gets a
+;; pointer to a block of i32 parameters (written by the caller before the job) and its range [lo, hi).
+;; Assembled by `deno task build:wasm` (npm:wabt, pinned) into softmax.wasm and softmax_wasm_bytes.ts.
+(module
+  (import "env" "memory" (memory 1 65536 shared))
+
+  ;; 2^k for an integer k in [-1022, 1023], from its bits (exact).
+  (func $pow2 (param $k i32) (result f64)
+    (f64.reinterpret_i64
+      (i64.shl (i64.extend_i32_s (i32.add (local.get $k) (i32.const 1023))) (i64.const 52))))
+
+  ;; e^x in float64, exactly kernels/math.ts exp64: k = floor(x·log2 e + 1/2); r = (x − k·ln2_hi) − k·ln2_lo;
+  ;; the Taylor polynomial to degree 13 by Horner's rule; times 2^k.
+  (func $exp64 (param $x f64) (result f64)
+    (local $k f64) (local $r f64) (local $p f64) (local $ki i32)
+    (if (f64.ne (local.get $x) (local.get $x)) (then (return (local.get $x))))
+    (if (f64.gt (local.get $x) (f64.const 0x1.62e42fefa39efp9)) (then (return (f64.const inf))))
+    (if (f64.lt (local.get $x) (f64.const -0x1.749999999999ap9)) (then (return (f64.const 0))))
+    (local.set $k (f64.floor (f64.add (f64.mul (local.get $x) (f64.const 0x1.71547652b82fep0))
+      (f64.const 0.5))))
+    (local.set $r (f64.sub
+      (f64.sub (local.get $x) (f64.mul (local.get $k) (f64.const 0x1.62e42fee00000p-1)))
+      (f64.mul (local.get $k) (f64.const 0x1.a39ef35793c76p-33))))
+    (local.set $p (f64.const 0x1.6124613a86d0ap-33))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.1eed8eff8d898p-29)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.ae64567f544e4p-26)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.27e4fb7789f5dp-22)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.71de3a556c734p-19)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.a01a01a01a01ap-16)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.a01a01a01a01ap-13)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.6c16c16c16c17p-10)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.1111111111111p-7)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.5555555555555p-5)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.5555555555555p-3)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.0000000000000p-1)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 1)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 1)))
+    (local.set $ki (i32.trunc_f64_s (local.get $k)))
+    (if (i32.gt_s (local.get $ki) (i32.const 1023))
+      (then (return (f64.mul (f64.mul (local.get $p) (call $pow2 (i32.sub (local.get $ki) (i32.const 1))))
+        (f64.const 2)))))
+    (if (i32.lt_s (local.get $ki) (i32.const -1020))
+      (then (return (f64.mul (f64.mul (local.get $p) (call $pow2 (i32.add (local.get $ki) (i32.const 60))))
+        (call $pow2 (i32.const -60))))))
+    (f64.mul (local.get $p) (call $pow2 (local.get $ki))))
+
+  ;; expf(x) = fround(exp64(x)) for a float32 x.
+  (func $expf (param $x f32) (result f32)
+    (f32.demote_f64 (call $exp64 (f64.promote_f32 (local.get $x)))))
+
+;; expf of four float32 lanes, each exactly $expf: where every lane is in [-707, 709] (so 2^k needs no
+;; special case) two float64x2 evaluations of exp64's operations side by side (f64x2 arithmetic is IEEE, lane
+;; by lane), else lane by lane through $expf (NaN, infinities and the extremes).
+  (func $expf4 (param $x v128) (result v128)
+    (local $xl v128) (local $xh v128) (local $kl v128) (local $kh v128) (local $rl v128) (local $rh v128)
+    (local $pl v128) (local $ph v128)
+    (if (i32.eqz (i32x4.all_true (v128.and
+        (f32x4.ge (local.get $x) (f32x4.splat (f32.const -707)))
+        (f32x4.le (local.get $x) (f32x4.splat (f32.const 709))))))
+      (then (return
+        (f32x4.replace_lane 3 (f32x4.replace_lane 2 (f32x4.replace_lane 1
+          (f32x4.splat (call $expf (f32x4.extract_lane 0 (local.get $x))))
+          (call $expf (f32x4.extract_lane 1 (local.get $x))))
+          (call $expf (f32x4.extract_lane 2 (local.get $x))))
+          (call $expf (f32x4.extract_lane 3 (local.get $x)))))))
+    (local.set $xl (f64x2.promote_low_f32x4 (local.get $x)))
+    (local.set $xh (f64x2.promote_low_f32x4
+      (i8x16.shuffle 8 9 10 11 12 13 14 15 8 9 10 11 12 13 14 15 (local.get $x) (local.get $x))))
+    (local.set $kl (f64x2.floor (f64x2.add (f64x2.mul (local.get $xl) (f64x2.splat (f64.const 0x1.71547652b82fep0)))
+      (f64x2.splat (f64.const 0.5)))))
+    (local.set $kh (f64x2.floor (f64x2.add (f64x2.mul (local.get $xh) (f64x2.splat (f64.const 0x1.71547652b82fep0)))
+      (f64x2.splat (f64.const 0.5)))))
+    (local.set $rl (f64x2.sub
+      (f64x2.sub (local.get $xl) (f64x2.mul (local.get $kl) (f64x2.splat (f64.const 0x1.62e42fee00000p-1))))
+      (f64x2.mul (local.get $kl) (f64x2.splat (f64.const 0x1.a39ef35793c76p-33)))))
+    (local.set $rh (f64x2.sub
+      (f64x2.sub (local.get $xh) (f64x2.mul (local.get $kh) (f64x2.splat (f64.const 0x1.62e42fee00000p-1))))
+      (f64x2.mul (local.get $kh) (f64x2.splat (f64.const 0x1.a39ef35793c76p-33)))))
+    (local.set $pl (f64x2.splat (f64.const 0x1.6124613a86d0ap-33)))
+    (local.set $ph (f64x2.splat (f64.const 0x1.6124613a86d0ap-33)))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.1eed8eff8d898p-29))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.1eed8eff8d898p-29))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.ae64567f544e4p-26))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.ae64567f544e4p-26))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.27e4fb7789f5dp-22))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.27e4fb7789f5dp-22))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.71de3a556c734p-19))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.71de3a556c734p-19))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-16))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-16))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-13))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-13))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.6c16c16c16c17p-10))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.6c16c16c16c17p-10))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.1111111111111p-7))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.1111111111111p-7))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.5555555555555p-5))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.5555555555555p-5))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.5555555555555p-3))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.5555555555555p-3))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.0000000000000p-1))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.0000000000000p-1))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 1))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 1))))
+    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 1))))
+    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 1))))
+    ;; times 2^k, built from the bits (k + 1023) << 52
+    (local.set $pl (f64x2.mul (local.get $pl) (i64x2.shl (i64x2.add
+      (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $kl))) (i64x2.splat (i64.const 1023)))
+      (i32.const 52))))
+    (local.set $ph (f64x2.mul (local.get $ph) (i64x2.shl (i64x2.add
+      (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $kh))) (i64x2.splat (i64.const 1023)))
+      (i32.const 52))))
+    (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+      (f32x4.demote_f64x2_zero (local.get $pl)) (f32x4.demote_f64x2_zero (local.get $ph))))
+
+  ;; The exported expf4, for the test that compares it lane by lane with kernels/math.ts expf: reads four
+  ;; float32 at $x, writes their expf at $y.
+  (func (export "expf4") (param $x i32) (param $y i32)
+    (v128.store (local.get $y) (call $expf4 (v128.load (local.get $x)))))
+
+  ;; The exported exp64, for the test that compares it with kernels/math.ts on many inputs.
+  (func (export "exp64") (param $x f64) (result f64) (call $exp64 (local.get $x)))
+
+  ;; dst[e·D + d] = src[e·stride + d] transposed: dst[d·n + e] for e < n, d < D (floats).
+  (func $transpose (param $src i32) (param $stride i32) (param $n i32) (param $D i32) (param $dst i32)
+    (local $e i32) (local $d i32) (local $s i32)
+    (local.set $e (i32.const 0))
+    (block $de (loop $le
+      (br_if $de (i32.ge_u (local.get $e) (local.get $n)))
+      (local.set $s (i32.add (local.get $src) (i32.shl (i32.mul (local.get $e) (local.get $stride)) (i32.const 2))))
+      (local.set $d (i32.const 0))
+      (block $dd (loop $ld
+        (br_if $dd (i32.ge_u (local.get $d) (local.get $D)))
+        (f32.store
+          (i32.add (local.get $dst) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $n)) (local.get $e))
+            (i32.const 2)))
+          (f32.load (i32.add (local.get $s) (i32.shl (local.get $d) (i32.const 2)))))
+        (local.set $d (i32.add (local.get $d) (i32.const 1)))
+        (br $ld)))
+      (local.set $e (i32.add (local.get $e) (i32.const 1)))
+      (br $le))))
+
+  ;; dst[j] = Σ_{d<D} fround(a[d]·bT[d·ld + j]) (d ascending from +0) for j < n: the dot products of the row
+  ;; a with n rows of a matrix stored transposed (bT: [D, ld]); four j at a time in SIMD lanes.
+  (func $dots (param $a i32) (param $bT i32) (param $ld i32) (param $D i32) (param $n i32) (param $dst i32)
+    (local $j i32) (local $d i32) (local $acc v128) (local $s f32) (local $pb i32)
+    (local.set $j (i32.const 0))
+    (block $dv (loop $lv
+      (br_if $dv (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n)))
+      (local.set $acc (v128.const f32x4 0 0 0 0))
+      (local.set $pb (i32.add (local.get $bT) (i32.shl (local.get $j) (i32.const 2))))
+      (local.set $d (i32.const 0))
+      (block $dd (loop $ld
+        (br_if $dd (i32.ge_u (local.get $d) (local.get $D)))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul
+          (f32x4.splat (f32.load (i32.add (local.get $a) (i32.shl (local.get $d) (i32.const 2)))))
+          (v128.load (local.get $pb)))))
+        (local.set $pb (i32.add (local.get $pb) (i32.shl (local.get $ld) (i32.const 2))))
+        (local.set $d (i32.add (local.get $d) (i32.const 1)))
+        (br $ld)))
+      (v128.store (i32.add (local.get $dst) (i32.shl (local.get $j) (i32.const 2))) (local.get $acc))
+      (local.set $j (i32.add (local.get $j) (i32.const 4)))
+      (br $lv)))
+    (block $ds (loop $ls
+      (br_if $ds (i32.ge_u (local.get $j) (local.get $n)))
+      (local.set $s (f32.const 0))
+      (local.set $d (i32.const 0))
+      (block $dd (loop $ld
+        (br_if $dd (i32.ge_u (local.get $d) (local.get $D)))
+        (local.set $s (f32.add (local.get $s) (f32.mul
+          (f32.load (i32.add (local.get $a) (i32.shl (local.get $d) (i32.const 2))))
+          (f32.load (i32.add (local.get $bT) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $ld))
+            (local.get $j)) (i32.const 2)))))))
+        (local.set $d (i32.add (local.get $d) (i32.const 1)))
+        (br $ld)))
+      (f32.store (i32.add (local.get $dst) (i32.shl (local.get $j) (i32.const 2))) (local.get $s))
+      (local.set $j (i32.add (local.get $j) (i32.const 1)))
+      (br $ls))))
+
+  ;; dst[d] = Σ_{j<n} fround(a[j·as]·x[j·xs + d]) (j ascending from +0) for d < D: a weighted sum of n rows
+  ;; of x (row stride xs floats) with weights a (stride as floats); four d at a time in SIMD lanes.
+  (func $wsum (param $a i32) (param $as i32) (param $x i32) (param $xs i32) (param $n i32) (param $D i32)
+    (param $dst i32)
+    (local $d i32) (local $j i32) (local $acc v128) (local $s f32) (local $pa i32) (local $px i32)
+    (local $w f32)
+    (local.set $d (i32.const 0))
+    (block $dv (loop $lv
+      (br_if $dv (i32.gt_u (i32.add (local.get $d) (i32.const 4)) (local.get $D)))
+      (local.set $acc (v128.const f32x4 0 0 0 0))
+      (local.set $pa (local.get $a))
+      (local.set $px (i32.add (local.get $x) (i32.shl (local.get $d) (i32.const 2))))
+      (local.set $j (i32.const 0))
+      (block $dj (loop $lj
+        (br_if $dj (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $acc (f32x4.add (local.get $acc)
+          (f32x4.mul (f32x4.splat (f32.load (local.get $pa))) (v128.load (local.get $px)))))
+        (local.set $pa (i32.add (local.get $pa) (i32.shl (local.get $as) (i32.const 2))))
+        (local.set $px (i32.add (local.get $px) (i32.shl (local.get $xs) (i32.const 2))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $lj)))
+      (v128.store (i32.add (local.get $dst) (i32.shl (local.get $d) (i32.const 2))) (local.get $acc))
+      (local.set $d (i32.add (local.get $d) (i32.const 4)))
+      (br $lv)))
+    (block $ds (loop $ls
+      (br_if $ds (i32.ge_u (local.get $d) (local.get $D)))
+      (local.set $s (f32.const 0))
+      (local.set $pa (local.get $a))
+      (local.set $px (i32.add (local.get $x) (i32.shl (local.get $d) (i32.const 2))))
+      (local.set $j (i32.const 0))
+      (block $dj (loop $lj
+        (br_if $dj (i32.ge_u (local.get $j) (local.get $n)))
+        (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $pa)) (f32.load (local.get $px)))))
+        (local.set $pa (i32.add (local.get $pa) (i32.shl (local.get $as) (i32.const 2))))
+        (local.set $px (i32.add (local.get $px) (i32.shl (local.get $xs) (i32.const 2))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $lj)))
+      (f32.store (i32.add (local.get $dst) (i32.shl (local.get $d) (i32.const 2))) (local.get $s))
+      (local.set $d (i32.add (local.get $d) (i32.const 1)))
+      (br $ls))))
+
+  ;; The i32 parameter i of a job's parameter block.
+  (func $arg (param $at i32) (param $i i32) (result i32)
+    (i32.load (i32.add (local.get $at) (i32.shl (local.get $i) (i32.const 2)))))
+
+  ;; Attention forward for units u in [lo, hi), u = b·H + h (kernels/attention.ts attentionForward). Parameter
+  ;; block: q k v out p scratch Tq Tk H KVH D scratchPerThread; this job's scratch is at scratch +
+  ;; part·scratchPerThread bytes (D·Tk floats: the unit's keys transposed).
+  (func (export "attention_forward") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
+    (local $q i32) (local $k i32) (local $v i32) (local $out i32) (local $p i32) (local $kT i32)
+    (local $Tq i32) (local $Tk i32) (local $H i32) (local $KVH i32) (local $D i32)
+    (local $u i32) (local $b i32) (local $h i32) (local $g i32) (local $i i32) (local $j i32)
+    (local $last i32) (local $row i32) (local $qW i32) (local $kW i32)
+    (local $sigma f32) (local $m f32) (local $sj f32) (local $z f32) (local $e f32)
+    (local.set $q (call $arg (local.get $at) (i32.const 0)))
+    (local.set $k (call $arg (local.get $at) (i32.const 1)))
+    (local.set $v (call $arg (local.get $at) (i32.const 2)))
+    (local.set $out (call $arg (local.get $at) (i32.const 3)))
+    (local.set $p (call $arg (local.get $at) (i32.const 4)))
+    (local.set $Tq (call $arg (local.get $at) (i32.const 6)))
+    (local.set $Tk (call $arg (local.get $at) (i32.const 7)))
+    (local.set $H (call $arg (local.get $at) (i32.const 8)))
+    (local.set $KVH (call $arg (local.get $at) (i32.const 9)))
+    (local.set $D (call $arg (local.get $at) (i32.const 10)))
+    (local.set $kT (i32.add (call $arg (local.get $at) (i32.const 5))
+      (i32.mul (local.get $part) (call $arg (local.get $at) (i32.const 11)))))
+    (local.set $qW (i32.mul (local.get $H) (local.get $D)))
+    (local.set $kW (i32.mul (local.get $KVH) (local.get $D)))
+    (local.set $sigma (f32.demote_f64 (f64.div (f64.const 1) (f64.sqrt (f64.convert_i32_s (local.get $D))))))
+    (local.set $u (local.get $lo))
+    (block $du (loop $lu
+      (br_if $du (i32.ge_u (local.get $u) (local.get $hi)))
+      (local.set $b (i32.div_u (local.get $u) (local.get $H)))
+      (local.set $h (i32.rem_u (local.get $u) (local.get $H)))
+      (local.set $g (i32.div_u (local.get $h) (i32.div_u (local.get $H) (local.get $KVH))))
+      ;; kT: [D, Tk], this row's keys of group g
+      (call $transpose
+        (i32.add (local.get $k) (i32.shl (i32.add (i32.mul (i32.mul (local.get $b) (local.get $Tk)) (local.get $kW))
+          (i32.mul (local.get $g) (local.get $D))) (i32.const 2)))
+        (local.get $kW) (local.get $Tk) (local.get $D) (local.get $kT))
+      (local.set $i (i32.const 0))
+      (block $di (loop $li
+        (br_if $di (i32.ge_u (local.get $i) (local.get $Tq)))
+        (local.set $last (i32.add (i32.sub (local.get $Tk) (local.get $Tq)) (local.get $i)))
+        ;; row: this query's probabilities p[b, h, i, :]
+        (local.set $row (i32.add (local.get $p) (i32.shl (i32.mul
+          (i32.add (i32.mul (i32.add (i32.mul (local.get $b) (local.get $H)) (local.get $h)) (local.get $Tq))
+            (local.get $i))
+          (local.get $Tk)) (i32.const 2))))
+        ;; s_ij for j ≤ last, into the row
+        (call $dots
+          (i32.add (local.get $q) (i32.shl (i32.add (i32.mul (i32.add (i32.mul (local.get $b) (local.get $Tq))
+            (local.get $i)) (local.get $qW)) (i32.mul (local.get $h) (local.get $D))) (i32.const 2)))
+          (local.get $kT) (local.get $Tk) (local.get $D) (i32.add (local.get $last) (i32.const 1))
+          (local.get $row))
+        ;; m = max_j fround(s_ij·σ), j ascending (a later value replaces m only when greater)
+        (local.set $m (f32.mul (f32.load (local.get $row)) (local.get $sigma)))
+        (local.set $j (i32.const 1))
+        (block $dm (loop $lm
+          (br_if $dm (i32.gt_s (local.get $j) (local.get $last)))
+          (local.set $sj (f32.mul (f32.load (i32.add (local.get $row) (i32.shl (local.get $j) (i32.const 2))))
+            (local.get $sigma)))
+          (if (f32.gt (local.get $sj) (local.get $m)) (then (local.set $m (local.get $sj))))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $lm)))
+        ;; e_ij = expf(fround(s_ij·σ) − m); z = Σ e_ij (j ascending from +0)
+        (local.set $z (f32.const 0))
+        (local.set $j (i32.const 0))
+        (block $de (loop $le
+          (br_if $de (i32.gt_s (local.get $j) (local.get $last)))
+          (local.set $e (call $expf (f32.sub (f32.mul
+            (f32.load (i32.add (local.get $row) (i32.shl (local.get $j) (i32.const 2)))) (local.get $sigma))
+            (local.get $m))))
+          (f32.store (i32.add (local.get $row) (i32.shl (local.get $j) (i32.const 2))) (local.get $e))
+          (local.set $z (f32.add (local.get $z) (local.get $e)))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $le)))
+        ;; p_ij = e_ij / z for j ≤ last, +0 above
+        (local.set $j (i32.const 0))
+        (block $dp (loop $lp
+          (br_if $dp (i32.ge_s (local.get $j) (local.get $Tk)))
+          (f32.store (i32.add (local.get $row) (i32.shl (local.get $j) (i32.const 2)))
+            (if (result f32) (i32.le_s (local.get $j) (local.get $last))
+              (then (f32.div (f32.load (i32.add (local.get $row) (i32.shl (local.get $j) (i32.const 2))))
+                (local.get $z)))
+              (else (f32.const 0))))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $lp)))
+        ;; out_i = Σ_{j<Tk} p_ij·v_j (every key, the masked +0 ones included, as the reference's matmul)
+        (call $wsum (local.get $row) (i32.const 1)
+          (i32.add (local.get $v) (i32.shl (i32.add (i32.mul (i32.mul (local.get $b) (local.get $Tk)) (local.get $kW))
+            (i32.mul (local.get $g) (local.get $D))) (i32.const 2)))
+          (local.get $kW) (local.get $Tk) (local.get $D)
+          (i32.add (local.get $out) (i32.shl (i32.add (i32.mul (i32.add (i32.mul (local.get $b) (local.get $Tq))
+            (local.get $i)) (local.get $qW)) (i32.mul (local.get $h) (local.get $D))) (i32.const 2))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $li)))
+      (local.set $u (i32.add (local.get $u) (i32.const 1)))
+      (br $lu))))
+
+  ;; Attention backward (Tq = Tk = T) for units u in [lo, hi), u = b·H + h (kernels/attention.ts
+  ;; attentionBackward). Parameter block: dOut q k v p dq dkParts dvParts scratch T H KVH D scratchPerThread.
+  ;; dq gets this head's columns; dkParts/dvParts [B, H, T, D] get the head's own parts, which the caller adds
+  ;; into dk and dv group by group in ascending head order. Scratch per job: vT [D, T] then ds [T, T].
+  (func (export "attention_backward") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
+    (local $dO i32) (local $q i32) (local $k i32) (local $v i32) (local $p i32) (local $dq i32)
+    (local $dkp i32) (local $dvp i32) (local $vT i32) (local $ds i32)
+    (local $T i32) (local $H i32) (local $KVH i32) (local $D i32)
+    (local $u i32) (local $b i32) (local $h i32) (local $g i32) (local $i i32) (local $j i32)
+    (local $qW i32) (local $kW i32) (local $ph i32) (local $prow i32) (local $srow i32)
+    (local $qh i32) (local $doh i32) (local $kg i32) (local $parts i32)
+    (local $sigma f32) (local $rho f32) (local $pij f32)
+    (local.set $dO (call $arg (local.get $at) (i32.const 0)))
+    (local.set $q (call $arg (local.get $at) (i32.const 1)))
+    (local.set $k (call $arg (local.get $at) (i32.const 2)))
+    (local.set $v (call $arg (local.get $at) (i32.const 3)))
+    (local.set $p (call $arg (local.get $at) (i32.const 4)))
+    (local.set $dq (call $arg (local.get $at) (i32.const 5)))
+    (local.set $dkp (call $arg (local.get $at) (i32.const 6)))
+    (local.set $dvp (call $arg (local.get $at) (i32.const 7)))
+    (local.set $T (call $arg (local.get $at) (i32.const 9)))
+    (local.set $H (call $arg (local.get $at) (i32.const 10)))
+    (local.set $KVH (call $arg (local.get $at) (i32.const 11)))
+    (local.set $D (call $arg (local.get $at) (i32.const 12)))
+    (local.set $vT (i32.add (call $arg (local.get $at) (i32.const 8))
+      (i32.mul (local.get $part) (call $arg (local.get $at) (i32.const 13)))))
+    (local.set $ds (i32.add (local.get $vT) (i32.shl (i32.mul (local.get $D) (local.get $T)) (i32.const 2))))
+    (local.set $qW (i32.mul (local.get $H) (local.get $D)))
+    (local.set $kW (i32.mul (local.get $KVH) (local.get $D)))
+    (local.set $sigma (f32.demote_f64 (f64.div (f64.const 1) (f64.sqrt (f64.convert_i32_s (local.get $D))))))
+    (local.set $u (local.get $lo))
+    (block $du (loop $lu
+      (br_if $du (i32.ge_u (local.get $u) (local.get $hi)))
+      (local.set $b (i32.div_u (local.get $u) (local.get $H)))
+      (local.set $h (i32.rem_u (local.get $u) (local.get $H)))
+      (local.set $g (i32.div_u (local.get $h) (i32.div_u (local.get $H) (local.get $KVH))))
+      (local.set $qh (i32.add (local.get $q) (i32.shl (i32.add (i32.mul (i32.mul (local.get $b) (local.get $T))
+        (local.get $qW)) (i32.mul (local.get $h) (local.get $D))) (i32.const 2))))
+      (local.set $doh (i32.add (local.get $dO) (i32.sub (local.get $qh) (local.get $q))))
+      (local.set $kg (i32.add (local.get $k) (i32.shl (i32.add (i32.mul (i32.mul (local.get $b) (local.get $T))
+        (local.get $kW)) (i32.mul (local.get $g) (local.get $D))) (i32.const 2))))
+      (local.set $ph (i32.add (local.get $p) (i32.shl (i32.mul (i32.mul (local.get $u) (local.get $T))
+        (local.get $T)) (i32.const 2))))
+      (local.set $parts (i32.shl (i32.mul (i32.mul (local.get $u) (local.get $T)) (local.get $D)) (i32.const 2)))
+      (call $transpose (i32.add (local.get $v) (i32.sub (local.get $kg) (local.get $k)))
+        (local.get $kW) (local.get $T) (local.get $D) (local.get $vT))
+      ;; ds_ij = fround(fround(p_ij·(dp_ij − ρ_i))·σ) for j ≤ i, +0 above; dp_ij = Σ_d dO_id·v_jd
+      (local.set $i (i32.const 0))
+      (block $di (loop $li
+        (br_if $di (i32.ge_u (local.get $i) (local.get $T)))
+        (local.set $prow (i32.add (local.get $ph) (i32.shl (i32.mul (local.get $i) (local.get $T)) (i32.const 2))))
+        (local.set $srow (i32.add (local.get $ds) (i32.shl (i32.mul (local.get $i) (local.get $T)) (i32.const 2))))
+        (call $dots (i32.add (local.get $doh) (i32.shl (i32.mul (local.get $i) (local.get $qW)) (i32.const 2)))
+          (local.get $vT) (local.get $T) (local.get $D) (i32.add (local.get $i) (i32.const 1)) (local.get $srow))
+        (local.set $rho (f32.const 0))
+        (local.set $j (i32.const 0))
+        (block $dr (loop $lr
+          (br_if $dr (i32.gt_u (local.get $j) (local.get $i)))
+          (local.set $rho (f32.add (local.get $rho) (f32.mul
+            (f32.load (i32.add (local.get $prow) (i32.shl (local.get $j) (i32.const 2))))
+            (f32.load (i32.add (local.get $srow) (i32.shl (local.get $j) (i32.const 2)))))))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $lr)))
+        (local.set $j (i32.const 0))
+        (block $dd (loop $ld
+          (br_if $dd (i32.ge_u (local.get $j) (local.get $T)))
+          (if (i32.le_u (local.get $j) (local.get $i))
+            (then
+              (local.set $pij (f32.load (i32.add (local.get $prow) (i32.shl (local.get $j) (i32.const 2)))))
+              (f32.store (i32.add (local.get $srow) (i32.shl (local.get $j) (i32.const 2)))
+                (f32.mul (f32.mul (local.get $pij) (f32.sub
+                  (f32.load (i32.add (local.get $srow) (i32.shl (local.get $j) (i32.const 2))))
+                  (local.get $rho))) (local.get $sigma))))
+            (else (f32.store (i32.add (local.get $srow) (i32.shl (local.get $j) (i32.const 2))) (f32.const 0))))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $ld)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $li)))
+      (local.set $i (i32.const 0))
+      (block $dg (loop $lg
+        (br_if $dg (i32.ge_u (local.get $i) (local.get $T)))
+        ;; dq_i = Σ_j ds_ij·k_j (every j)
+        (call $wsum (i32.add (local.get $ds) (i32.shl (i32.mul (local.get $i) (local.get $T)) (i32.const 2)))
+          (i32.const 1) (local.get $kg) (local.get $kW) (local.get $T) (local.get $D)
+          (i32.add (local.get $dq) (i32.sub (i32.add (local.get $qh)
+            (i32.shl (i32.mul (local.get $i) (local.get $qW)) (i32.const 2))) (local.get $q))))
+        ;; dk part_i = Σ_t ds_ti·q_t; dv part_i = Σ_t p_ti·dO_t (every t)
+        (call $wsum (i32.add (local.get $ds) (i32.shl (local.get $i) (i32.const 2))) (local.get $T)
+          (local.get $qh) (local.get $qW) (local.get $T) (local.get $D)
+          (i32.add (i32.add (local.get $dkp) (local.get $parts))
+            (i32.shl (i32.mul (local.get $i) (local.get $D)) (i32.const 2))))
+        (call $wsum (i32.add (local.get $ph) (i32.shl (local.get $i) (i32.const 2))) (local.get $T)
+          (local.get $doh) (local.get $qW) (local.get $T) (local.get $D)
+          (i32.add (i32.add (local.get $dvp) (local.get $parts))
+            (i32.shl (i32.mul (local.get $i) (local.get $D)) (i32.const 2))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $lg)))
+      (local.set $u (i32.add (local.get $u) (i32.const 1)))
+      (br $lu))))
+
+  ;; The head's vocabulary, elements [lo, hi) of logits z [N, V] (kernels/cross_entropy.ts rowExp):
+  ;; e = expf(fround(z − m_n)) with m_n the row's maximum. Parameter block: z e m V (m: f32 [N]).
+  (func (export "vocab_exp") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
+    (local $z i32) (local $e i32) (local $mp i32) (local $V i32) (local $x i32) (local $n i32) (local $end i32)
+    (local $m f32)
+    (local.set $z (call $arg (local.get $at) (i32.const 0)))
+    (local.set $e (call $arg (local.get $at) (i32.const 1)))
+    (local.set $mp (call $arg (local.get $at) (i32.const 2)))
+    (local.set $V (call $arg (local.get $at) (i32.const 3)))
+    (local.set $x (local.get $lo))
+    (block $dx (loop $lx
+      (br_if $dx (i32.ge_u (local.get $x) (local.get $hi)))
+      (local.set $n (i32.div_u (local.get $x) (local.get $V)))
+      (local.set $m (f32.load (i32.add (local.get $mp) (i32.shl (local.get $n) (i32.const 2)))))
+      (local.set $end (i32.mul (i32.add (local.get $n) (i32.const 1)) (local.get $V)))
+      (if (i32.gt_u (local.get $end) (local.get $hi)) (then (local.set $end (local.get $hi))))
+      (block $dv (loop $lv
+        (br_if $dv (i32.gt_u (i32.add (local.get $x) (i32.const 4)) (local.get $end)))
+        (v128.store (i32.add (local.get $e) (i32.shl (local.get $x) (i32.const 2)))
+          (call $expf4 (f32x4.sub (v128.load (i32.add (local.get $z) (i32.shl (local.get $x) (i32.const 2))))
+            (f32x4.splat (local.get $m)))))
+        (local.set $x (i32.add (local.get $x) (i32.const 4)))
+        (br $lv)))
+      (block $dr (loop $lr
+        (br_if $dr (i32.ge_u (local.get $x) (local.get $end)))
+        (f32.store (i32.add (local.get $e) (i32.shl (local.get $x) (i32.const 2)))
+          (call $expf (f32.sub (f32.load (i32.add (local.get $z) (i32.shl (local.get $x) (i32.const 2))))
+            (local.get $m))))
+        (local.set $x (i32.add (local.get $x) (i32.const 1)))
+        (br $lr)))
+      (br $lx))))
+
+  ;; The head's logit gradient, elements [lo, hi) of [N, V] (kernels/cross_entropy.ts rowGradient):
+  ;; dz = fround(fround(fround(e / Z_n) − [j = y_n]) / L) for a labelled row, +0 for an ignored one (y_n < 0).
+  ;; Parameter block: e dz sums labels V L (sums: f32 [N], labels: i32 [N]); dz may be e (in place).
+  (func (export "vocab_gradient") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
+    (local $e i32) (local $dz i32) (local $sp i32) (local $yp i32) (local $V i32) (local $L f32)
+    (local $x i32) (local $n i32) (local $end i32) (local $y i32) (local $j i32) (local $Z f32)
+    (local.set $e (call $arg (local.get $at) (i32.const 0)))
+    (local.set $dz (call $arg (local.get $at) (i32.const 1)))
+    (local.set $sp (call $arg (local.get $at) (i32.const 2)))
+    (local.set $yp (call $arg (local.get $at) (i32.const 3)))
+    (local.set $V (call $arg (local.get $at) (i32.const 4)))
+    (local.set $L (f32.convert_i32_s (call $arg (local.get $at) (i32.const 5))))
+    (local.set $x (local.get $lo))
+    (block $dx (loop $lx
+      (br_if $dx (i32.ge_u (local.get $x) (local.get $hi)))
+      (local.set $n (i32.div_u (local.get $x) (local.get $V)))
+      (local.set $Z (f32.load (i32.add (local.get $sp) (i32.shl (local.get $n) (i32.const 2)))))
+      (local.set $y (i32.load (i32.add (local.get $yp) (i32.shl (local.get $n) (i32.const 2)))))
+      (local.set $end (i32.mul (i32.add (local.get $n) (i32.const 1)) (local.get $V)))
+      (if (i32.gt_u (local.get $end) (local.get $hi)) (then (local.set $end (local.get $hi))))
+      (block $dr (loop $lr
+        (br_if $dr (i32.ge_u (local.get $x) (local.get $end)))
+        (local.set $j (i32.sub (local.get $x) (i32.mul (local.get $n) (local.get $V))))
+        (f32.store (i32.add (local.get $dz) (i32.shl (local.get $x) (i32.const 2)))
+          (if (result f32) (i32.lt_s (local.get $y) (i32.const 0))
+            (then (f32.const 0))
+            (else (f32.div
+              (f32.sub (f32.div (f32.load (i32.add (local.get $e) (i32.shl (local.get $x) (i32.const 2))))
+                (local.get $Z))
+                (if (result f32) (i32.eq (local.get $j) (local.get $y)) (then (f32.const 1)) (else (f32.const 0))))
+              (local.get $L)))))
+        (local.set $x (i32.add (local.get $x) (i32.const 1)))
+        (br $lr)))
+      (br $lx))))
+)
