@@ -7,14 +7,26 @@
  *
  * Model-level cases: one devnet training step (8 rows × 64 tokens, one stage) and one SmolLM2-135M-shaped
  * block forward + backward on 256 tokens, on the default (fast, bit-identical) kernels on 1 and on 2 threads
- * (`NEURO_THREADS` never changes a bit, only the time); then peak memory.
+ * (`NEURO_THREADS` never changes a bit, only the time); SmolLM2's attention forward + backward on 256 tokens
+ * and its head's cross-entropy on 64 × 49,152 logits on the reference loops and on the softmax kernels on 1 and
+ * 2 threads (split by head and by vocabulary); then peak memory.
  * The reference loops on the 49,152-wide head take several seconds per call, so that one case runs only with
  * `NEURO_BENCH_FULL=1`.
  * @module
  */
 
 import { sha256Hex } from "../core/digest.ts";
+import {
+  attentionBackward,
+  attentionBackwardReference,
+  attentionForward,
+  attentionForwardReference,
+} from "../kernels/attention.ts";
 import { blockBackward, blockForward } from "../kernels/block.ts";
+import {
+  crossEntropyForwardBackward,
+  crossEntropyForwardBackwardReference,
+} from "../kernels/cross_entropy.ts";
 import { headDim, PRESETS } from "../kernels/config.ts";
 import { buildManifest, componentFiles } from "../kernels/manifest.ts";
 import { matmul, matmulReference } from "../kernels/matmul.ts";
@@ -256,6 +268,48 @@ function timedModel(name: string, fn: () => void): () => void {
         const { cache } = blockForward(x, p, c, B, T, tables);
         blockBackward(dy, cache, p, c, B, T, tables);
       }),
+    });
+  }
+}
+
+{
+  // Attention split by head and the head's cross-entropy split by vocabulary (kernels/wasm/softmax.wat),
+  // against their reference loops; SmolLM2's shapes: 9 heads, 3 kv heads, width 64, 256 tokens; 64 × 49,152.
+  const c = PRESETS["smollm2-135m"];
+  const dims = { B: 1, Tq: 256, Tk: 256, H: 9, KVH: 3, D: 64 };
+  const q = filled(256 * 9 * 64, 21), k = filled(256 * 3 * 64, 22), v = filled(256 * 3 * 64, 23);
+  const dOut = filled(256 * 9 * 64, 24);
+  const [N, V] = [64, c.vocab_size];
+  const logits = filled(N * V, 25).map((x) => Math.fround(x * 20));
+  const labels = Int32Array.from({ length: N }, (_, n) => (n * 977 + 5) % V);
+  const cases: [string, () => void, () => void][] = [
+    ["reference loops", () => {
+      const f = attentionForwardReference(q, k, v, dims);
+      attentionBackwardReference(dOut, q, k, v, f.cache, dims);
+    }, () => void crossEntropyForwardBackwardReference(logits, labels, N, V)],
+    ...[1, 2].map((threads): [string, () => void, () => void] => [
+      threads === 1 ? "1 thread" : `${threads} threads`,
+      () => {
+        setKernelThreads(threads);
+        const f = attentionForward(q, k, v, dims);
+        attentionBackward(dOut, q, k, v, f.cache, dims);
+      },
+      () => {
+        setKernelThreads(threads);
+        crossEntropyForwardBackward(logits, labels, N, V);
+      },
+    ]),
+  ];
+  for (const [label, attention, head] of cases) {
+    Deno.bench({
+      name: `smollm2-135m attention forward+backward 256 tokens, ${label}`,
+      group: "softmax",
+      fn: timedModel(`SmolLM2-135M attention forward+backward (256 tokens, ${label})`, attention),
+    });
+    Deno.bench({
+      name: `smollm2-135m head cross-entropy 64x49152, ${label}`,
+      group: "softmax",
+      fn: timedModel(`SmolLM2-135M head cross-entropy (64×49,152, ${label})`, head),
     });
   }
 }
