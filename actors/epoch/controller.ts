@@ -22,7 +22,7 @@
  * ```
  */
 import { decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
-import { ProtocolError } from "../../core/errors.ts";
+import { ProtocolError, RetryableError } from "../../core/errors.ts";
 import type { ChainClient } from "../common/chain.ts";
 import type { ChainSetup } from "../common/chain_setup.ts";
 import type { Home } from "../common/home.ts";
@@ -158,14 +158,16 @@ export class EpochController {
     if (!started.ok) throw new ProtocolError(started.code, started.message);
     const wf = ctx.workflow(instanceOf(n), epoch, started.state);
     let state: EpochState = started.state;
+    const step = <T extends JsonValue>(name: string, fn: () => Promise<T>) =>
+      ctx.step(name, () => this.patient(fn));
     const record = async (event: EpochEvent) => {
-      const env = await ctx.step("env", () => this.env());
+      const env = await step("env", () => this.env());
       const r = wf.record(event, { ...env, params: this.setup.genesis.params });
       if (!r.ok) throw new ProtocolError(r.code, r.message);
       state = r.state;
       this.setup.say(`epoch ${n}: ${event.type} → ${state.status}`);
     };
-    const balanceBefore = await ctx.step("balance", () => this.balance());
+    const balanceBefore = await step("balance", () => this.balance());
     let cohort: JsonObject | null = null;
     const steps: StepAttempt[] = [];
     let evaluation: EvaluationOutcome | null = null;
@@ -174,7 +176,7 @@ export class EpochController {
       const s = state;
       switch (nextAction(s)) {
         case "collect": {
-          const p = await ctx.step("propose", () => this.roles.collectAndPropose(input));
+          const p = await step("propose", () => this.roles.collectAndPropose(input));
           cohort = { data_root: p.data_root, proposal: p.proposal, documents: p.documents };
           await record({ type: "collected", data_root: p.data_root, documents: p.documents });
           await record({ type: "proposed", proposal_id: p.proposal });
@@ -183,7 +185,7 @@ export class EpochController {
         case "await_activation": {
           if (s.status !== "proposing" || s.proposal_id === null) throw this.bug(s);
           const proposal = s.proposal_id;
-          const a: ActivationOutcome = await ctx.step(
+          const a: ActivationOutcome = await step(
             "activation",
             () => this.roles.awaitActivation(proposal, s.data_root),
           );
@@ -194,7 +196,7 @@ export class EpochController {
         case "reserve": {
           if (s.status !== "training") throw this.bug(s);
           const index = s.settled;
-          const tried = await ctx.step("train", () => this.roles.trainStep(n, index, input.attempts));
+          const tried = await step("train", () => this.roles.trainStep(n, index, input.attempts));
           for (const a of tried) {
             steps.push(a);
             await record({ type: "reserved", index, assignment_id: a.assignment_id });
@@ -208,14 +210,14 @@ export class EpochController {
           break;
         }
         case "open_evaluation": {
-          const id = await ctx.step("open_evaluation", () => this.roles.openEvaluation());
+          const id = await step("open_evaluation", () => this.roles.openEvaluation());
           await record({ type: "evaluation_opened", evaluation_id: id });
           break;
         }
         case "await_decision": {
           if (s.status !== "evaluating" || s.evaluation_id === null) throw this.bug(s);
           const id = s.evaluation_id;
-          evaluation = await ctx.step("decision", () => this.roles.decide(id));
+          evaluation = await step("decision", () => this.roles.decide(id));
           await record({ type: "evaluation_decided", promoted: evaluation.promoted });
           break;
         }
@@ -223,7 +225,7 @@ export class EpochController {
           throw this.bug(s);
         case "done": {
           if (s.status !== "decided") throw this.bug(s);
-          const balanceAfter = await ctx.step("balance_after", () => this.balance());
+          const balanceAfter = await step("balance_after", () => this.balance());
           return {
             epoch: n,
             outcome: s.outcome,
@@ -237,6 +239,24 @@ export class EpochController {
             cost: balanceBefore - balanceAfter,
           } satisfies EpochReport;
         }
+      }
+    }
+  }
+
+  /**
+   * Runs `fn` until it answers: a `RetryableError` (a validator stopped, a worker gone) is reported and the
+   * phase is run again after a pause, so a network that comes back is waited for, not given up on.
+   */
+  private async patient<T>(fn: () => Promise<T>): Promise<T> {
+    let said = "";
+    for (;;) {
+      try {
+        return await fn();
+      } catch (e) {
+        if (!(e instanceof RetryableError)) throw e;
+        if (e.message !== said) this.setup.say(`waiting: ${e.message}`);
+        said = e.message;
+        await new Promise((r) => setTimeout(r, Math.max(this.setup.config.poll_ms, 500)));
       }
     }
   }

@@ -17,7 +17,7 @@
  * ```
  */
 import type { JsonObject } from "../../core/canonical.ts";
-import { ProtocolError, RetryableError } from "../../core/errors.ts";
+import { ProtocolError } from "../../core/errors.ts";
 import { txid } from "../../ledger/envelope.ts";
 import { type ChainClient, envelopeOf } from "../common/chain.ts";
 import { type Home, homePaths } from "../common/home.ts";
@@ -128,20 +128,50 @@ export class Roles {
     return this.curatorActor;
   }
 
-  /** Collects `collect_rows` more rows of every source, then proposes a cohort (the Curator's operations). */
+  /**
+   * Collects `collect_rows` more rows of every source, waits until the chain can take a proposal (none
+   * pending, no cohort training, no evaluation live), then proposes a cohort (the Curator's operations). A
+   * proposal the chain refuses then is `invalid_proposal`: the epoch ends failed.
+   */
   async collectAndPropose(input: { collect_rows: number; train_documents: number }): Promise<ProposedCohort> {
     const curator = await this.curator();
     for (const s of curator.setup.config.sources) {
       const r = await curator.collect(s.spec.name, input.collect_rows);
       this.setup.say(`collect ${s.spec.name}: ${r.collected} collected, cursor ${r.cursor}`);
     }
+    await this.untilProposable();
     const p = await curator.propose(input.train_documents);
     if (p.status !== "committed") {
-      throw new RetryableError(`Cannot propose a cohort: the chain refused it (${p.code}: ${p.message})`);
+      throw new ProtocolError(
+        "invalid_proposal",
+        `Cannot propose a cohort: the chain refused proposal ${p.proposal} (${p.code}: ${p.message})`,
+      );
     }
     const documents = p.documents.retention + p.documents.fresh + p.documents.train;
     this.setup.say(`proposed ${p.proposal} data_root ${p.data_root}: ${documents} documents`);
     return { data_root: p.data_root, proposal: p.proposal, documents, status: p.status };
+  }
+
+  /** Waits until no proposal is pending, no cohort is training and no evaluation is live. */
+  private async untilProposable(): Promise<void> {
+    let said = "";
+    for (;;) {
+      const lc = await this.setup.chain.lifecycle();
+      const live = (await this.setup.chain.evaluation())?.live ?? null;
+      const why = lc.data === null
+        ? null
+        : lc.data.proposal !== null
+        ? `proposal ${lc.data.proposal} is pending`
+        : lc.data.cohort?.status === "training"
+        ? `cohort ${lc.data.cohort.data_root} is training`
+        : live !== null
+        ? "an evaluation is live"
+        : null;
+      if (why === null) return;
+      if (why !== said) this.setup.say(`waiting to propose: ${why}`);
+      said = why;
+      await this.pause();
+    }
   }
 
   /** Waits until proposal `proposal` activates cohort `dataRoot` (votes are the validators') or expires. */

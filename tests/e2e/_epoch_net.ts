@@ -53,8 +53,12 @@ export interface EpochNet {
   /** The controller's home and its config file. */
   readonly home: string;
   readonly config: string;
-  /** Every account of the network by role (`controller`, `worker-0` … `worker-2`, `owner`). */
+  /** Every account of the network by role (`controller`, `worker-0` … `worker-2`). */
   readonly accounts: Record<string, string>;
+  /** Stops worker `i` and (after `downMs`) starts it again with the same home and port. */
+  bounceWorker(i: number, downMs?: number): Promise<void>;
+  /** Stops the validator and (after `downMs`) starts it again with the same home and port. */
+  bounceValidator(downMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -154,9 +158,12 @@ export async function startEpochNet(template: string): Promise<EpochNet> {
   const dir = Deno.makeTempDirSync({ prefix: "epoch-net-" });
   await copyTree(template, dir);
   const v0 = `${dir}/net/validator-0`;
-  const validator: NodeProc = await startProc(v0, `${dir}/net/genesis.json`, {
-    args: ["--review-policy", `${v0}/policy.json`],
-  });
+  const startValidator = (port?: number) =>
+    startProc(v0, `${dir}/net/genesis.json`, {
+      args: ["--review-policy", `${v0}/policy.json`],
+      ...(port === undefined ? {} : { port }),
+    });
+  let validator: NodeProc = await startValidator();
   const workers: TaskProcess[] = [];
   const caps = capacities(3, EPOCH_MODEL);
   const entries = [];
@@ -183,6 +190,18 @@ export async function startEpochNet(template: string): Promise<EpochNet> {
     home: `${dir}/controller`,
     config: `${dir}/epoch.json`,
     accounts,
+    async bounceWorker(i, downMs = 1_000) {
+      const port = new URL(workers[i]!.url).port;
+      await workers[i]!.stop();
+      await new Promise((r) => setTimeout(r, downMs));
+      workers[i] = await startTask("worker", ["--home", `${dir}/worker-${i}`, "--port", port]);
+    },
+    async bounceValidator(downMs = 1_000) {
+      const port = Number(new URL(validator.url).port);
+      await stopProc(validator);
+      await new Promise((r) => setTimeout(r, downMs));
+      validator = await startValidator(port);
+    },
     async close() {
       for (const w of workers) await w.stop();
       await stopProc(validator);
@@ -200,9 +219,17 @@ export interface EpochRun {
 }
 
 /** Runs `deno task epoch <args>` as a process with the task's own permissions (plus `env`'s test hooks). */
-export async function runEpoch(args: readonly string[], env: Record<string, string> = {}): Promise<EpochRun> {
+export function runEpoch(args: readonly string[], env: Record<string, string> = {}): Promise<EpochRun> {
+  return spawnEpoch(args, env).done;
+}
+
+/** Starts `deno task epoch <args>` (as `runEpoch`); `done` resolves when it exits. */
+export function spawnEpoch(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): { child: Deno.ChildProcess; done: Promise<EpochRun> } {
   const hooks = Object.keys(env);
-  const o = await new Deno.Command(Deno.execPath(), {
+  const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "--allow-read",
@@ -216,9 +243,12 @@ export async function runEpoch(args: readonly string[], env: Record<string, stri
     env,
     stdout: "piped",
     stderr: "piped",
-  }).output();
-  const d = new TextDecoder();
-  return { code: o.code, signal: o.signal, stdout: d.decode(o.stdout), stderr: d.decode(o.stderr) };
+  }).spawn();
+  const done = child.output().then((o) => {
+    const d = new TextDecoder();
+    return { code: o.code, signal: o.signal, stdout: d.decode(o.stdout), stderr: d.decode(o.stderr) };
+  });
+  return { child, done };
 }
 
 /** `run` arguments for net `net`. */

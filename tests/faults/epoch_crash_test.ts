@@ -24,6 +24,7 @@ import {
   type EpochRun,
   runArgs,
   runEpoch,
+  spawnEpoch,
   startEpochNet,
 } from "../e2e/_epoch_net.ts";
 
@@ -110,10 +111,14 @@ async function prepared(): Promise<{ template: string; reference: Outcome }> {
   return { template, reference };
 }
 
-/** Runs the epoch killed at each point of `plan` in turn, then to its end; returns the final run. */
+/**
+ * Runs the epoch killed at the point `next(k)` names for its k-th kill, until it names none (then runs it to
+ * its end) or a run is not killed; `between(k)` runs after the k-th kill. Returns the last run and the kills.
+ */
 async function walk(
   net: EpochNet,
   next: (kills: number) => string | null,
+  between: (kills: number) => Promise<void> = () => Promise.resolve(),
 ): Promise<{ run: EpochRun; kills: string[] }> {
   const kills: string[] = [];
   for (;;) {
@@ -125,10 +130,14 @@ async function walk(
       return { run: r, kills };
     }
     kills.push(at);
+    await between(kills.length);
   }
 }
 
-/** One kill in every phase: charged, collected, activated, a claim signed, a claim resent, a score, the end. */
+/**
+ * One kill in every phase: charged, collected, activated, a claim signed (then a worker vanishes and comes
+ * back, and the validator is stopped and started), a claim resent, a step, a score, the end.
+ */
 const MIXED = [
   "begin:2",
   "event:1",
@@ -149,7 +158,11 @@ Deno.test({
     const { template, reference } = await prepared();
     const net = await startEpochNet(template);
     try {
-      const { run, kills } = await walk(net, (k) => MIXED[k] ?? null);
+      const { run, kills } = await walk(net, (k) => MIXED[k] ?? null, async (k) => {
+        if (k !== 4) return;
+        await net.bounceWorker(1);
+        await net.bounceValidator();
+      });
       assert.deepEqual(kills, MIXED, "every planned point was reached and killed the controller");
       assert.deepEqual(await outcome(net, run), reference);
       await checkJournal(net.home);
@@ -181,6 +194,40 @@ for (const point of CRASH_POINTS) {
     },
   });
 }
+
+Deno.test({
+  name: "a running controller waits out a stopped validator and a worker that vanished and came back",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  ignore: !SLOW,
+  async fn() {
+    const { template, reference } = await prepared();
+    const net = await startEpochNet(template);
+    try {
+      const { done } = spawnEpoch(runArgs(net));
+      const phase = async (want: string) => {
+        for (let i = 0; i < 1_200; i++) {
+          const s = await runEpoch(["status", "--home", net.home, "--json"]);
+          if (s.code === 0 && (JSON.parse(s.stdout) as JsonObject).phase === want) return;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        throw new Error(`the epoch never reached ${want}`);
+      };
+      await phase("training");
+      await net.bounceWorker(1, 3_000);
+      await net.bounceValidator(3_000);
+      await phase("evaluating");
+      await net.bounceValidator(3_000);
+      await net.bounceWorker(2, 3_000);
+      const run = await done;
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.deepEqual(await outcome(net, run), reference);
+      await checkJournal(net.home);
+    } finally {
+      await net.close();
+    }
+  },
+});
 
 globalThis.addEventListener("unload", () => {
   if (template !== null) Deno.removeSync(template, { recursive: true });
