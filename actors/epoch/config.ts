@@ -6,7 +6,7 @@
  * ```json
  * {"genesis": "net/genesis.json", "sources": "curator/sources.json", "workers": "workers.json",
  *  "collect_rows": 256, "train_documents": 128, "attempts": 8, "epoch_atoms": 50000000,
- *  "daily": {"epochs": 1, "atoms": 100000000}, "poll_ms": 300}
+ *  "daily": {"epochs": 1, "atoms": 100000000}, "growth": {"blocks": 1}, "poll_ms": 300}
  * ```
  *
  * - `genesis`: the chain's genesis file (its id must be the chain's; its params are the machine's env);
@@ -15,6 +15,8 @@
  *   cohort proposes at most (1–128), `attempts`: training attempts (reservations) one epoch may make (1–1024);
  * - `epoch_atoms`: the atoms one epoch is charged against the day's budget before it starts;
  * - `daily`: per UTC day, at most `epochs` epochs (1–1440) and `atoms` atoms charged (≥ `epoch_atoms`);
+ * - `growth` (optional): `{blocks}` (1–16) identity blocks to add before each cohort's first step when the
+ *   workers' capacities can hold the grown model (`growth.ts`); without it the model never grows;
  * - `poll_ms` (optional, default 300): how often the chain is polled while waiting (20–60000).
  *
  * @example
@@ -39,6 +41,8 @@ export interface EpochConfig extends JsonObject {
   attempts: number;
   epoch_atoms: number;
   daily: { epochs: number; atoms: number };
+  /** Identity blocks to add before each cohort's first step when the workers can hold them (0: never). */
+  growth: { blocks: number };
   poll_ms: number;
 }
 
@@ -51,9 +55,10 @@ const FIELDS = [
   "attempts",
   "epoch_atoms",
   "daily",
+  "growth",
   "poll_ms",
 ];
-const OPTIONAL = new Set(["poll_ms"]);
+const OPTIONAL = new Set(["growth", "poll_ms"]);
 
 function fail(path: string, message: string): never {
   throw new ProtocolError("invalid_config", `Cannot read epoch config ${path}: ${message}`);
@@ -72,6 +77,14 @@ function file(path: string, field: string, v: unknown): string {
     fail(path, `${field} is ${JSON.stringify(v)}, expected a file path`);
   }
   return isAbsolute(v) ? v : resolve(dirname(path), v);
+}
+
+function growthBlocks(path: string, v: unknown): number {
+  if (v === undefined) return 0;
+  if (!isObject(v) || Object.keys(v).length !== 1 || !("blocks" in v)) {
+    fail(path, `growth is ${JSON.stringify(v)}, expected {"blocks": N}`);
+  }
+  return integer(path, "growth.blocks", v.blocks, 1, 16);
 }
 
 /** Checks a config value read from `path` (the base of its relative paths). */
@@ -101,6 +114,7 @@ export function parseEpochConfig(value: unknown, path: string): EpochConfig {
       epochs: integer(path, "daily.epochs", daily.epochs, 1, 1440),
       atoms: integer(path, "daily.atoms", daily.atoms, epochAtoms, Number.MAX_SAFE_INTEGER),
     },
+    growth: { blocks: growthBlocks(path, value.growth) },
     poll_ms: value.poll_ms === undefined ? 300 : integer(path, "poll_ms", value.poll_ms, 20, 60_000),
   };
 }

@@ -1,8 +1,9 @@
 /**
- * The epoch controller (ARCHITECTURE "Actors", PROTOCOL §12 "Epoch controller"): one durable actor that drives an epoch —
- * collect and propose a cohort (the Curator), wait for the validators to vote it in, train its scheduled steps
- * (the Sponsor), open and complete its evaluation (the Evaluator) and record the decision — as the
- * `workflows/epoch.ts` machine, in its own journal `HOME/journal.sqlite`.
+ * The epoch controller (ARCHITECTURE "Actors", PROTOCOL §12 "Epoch controller"): one durable actor that
+ * drives an epoch — collect and propose a cohort (the Curator), wait for the validators to vote it in,
+ * optionally grow the model by identity blocks (`growth.ts`), train its scheduled steps (the Sponsor), open
+ * and complete its evaluation (the Evaluator) and record the decision — as the `workflows/epoch.ts` machine,
+ * in its own journal `HOME/journal.sqlite`.
  *
  * An epoch is one operation, `epoch/<n>` (input: the epoch's settings, fixed when it began), run after the
  * day's budget charged it (`daily_budget.ts`). Its flow below reads top to bottom: each phase is a journaled
@@ -30,6 +31,7 @@ import { defineActor, DurableActor, type OperationContext } from "../runtime/dur
 import { epoch, type EpochEvent, type EpochState, nextAction, startEpoch } from "../../workflows/epoch.ts";
 import type { EpochConfig } from "./config.ts";
 import { chargeEpoch, chargeHandler, charges } from "./daily_budget.ts";
+import type { GrowthOutcome } from "./growth.ts";
 import { type ActivationOutcome, type EvaluationOutcome, Roles, type StepAttempt } from "./roles.ts";
 
 /** What an epoch operation is asked (journaled with it: a resumed epoch keeps its first settings). */
@@ -38,6 +40,8 @@ export interface EpochInput extends JsonObject {
   collect_rows: number;
   train_documents: number;
   attempts: number;
+  /** Identity blocks to grow before the cohort's first step (0: no growth). */
+  growth_blocks: number;
 }
 
 /** What a finished epoch reports (the operation's recorded result; `deno task epoch history`). */
@@ -47,6 +51,7 @@ export interface EpochReport extends JsonObject {
   reason: string;
   cohort: JsonObject | null;
   steps: StepAttempt[];
+  growth: GrowthOutcome | null;
   evaluation: EvaluationOutcome | null;
   charged_atoms: number;
   balance_before: number;
@@ -126,6 +131,7 @@ export class EpochController {
       collect_rows: config.collect_rows,
       train_documents: config.train_documents,
       attempts: config.attempts,
+      growth_blocks: config.growth.blocks,
     };
     return this.unwrap(await this.actor.deliver("epoch", epochOpId(n), input));
   }
@@ -171,6 +177,7 @@ export class EpochController {
     let cohort: JsonObject | null = null;
     const steps: StepAttempt[] = [];
     let evaluation: EvaluationOutcome | null = null;
+    let growth: GrowthOutcome | null = null;
 
     for (;;) {
       const s = state;
@@ -196,6 +203,10 @@ export class EpochController {
         case "reserve": {
           if (s.status !== "training") throw this.bug(s);
           const index = s.settled;
+          if (index === 0 && input.growth_blocks > 0 && growth === null) {
+            // Before the cohort's first step, the only time the ledger allows a growth.
+            growth = await step("growth", () => this.roles.grow(n, input.growth_blocks));
+          }
           const tried = await step("train", () => this.roles.trainStep(n, index, input.attempts));
           for (const a of tried) {
             steps.push(a);
@@ -232,6 +243,7 @@ export class EpochController {
             reason: s.reason,
             cohort,
             steps,
+            growth,
             evaluation,
             charged_atoms: charge.atoms,
             balance_before: balanceBefore,

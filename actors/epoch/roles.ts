@@ -29,7 +29,9 @@ import { Evaluator } from "../evaluator/evaluator.ts";
 import { Journal } from "../runtime/journal.ts";
 import type { Attempt } from "../sponsor/budget.ts";
 import { Sponsor } from "../sponsor/sponsor.ts";
+import { Submitter } from "../runtime/submit.ts";
 import type { EpochConfig } from "./config.ts";
+import { growIfRoom, type GrowthOutcome } from "./growth.ts";
 
 /** What the roles run with. */
 export interface RolesSetup {
@@ -272,6 +274,23 @@ export class Roles {
       throw new ProtocolError("internal_error", `Cannot report step ${index}: the sponsor stopped early`);
     }
     return out;
+  }
+
+  /** Grows the learning model by `blocks` identity blocks for epoch `epoch` when the workers can hold it. */
+  async grow(epoch: number, blocks: number): Promise<GrowthOutcome> {
+    const { entries, clients } = await this.workers();
+    const { home, chain, say, config } = this.setup;
+    return await growIfRoom({
+      chain,
+      home,
+      submitter: new Submitter(home.journal, chain.http, { confirmMs: 30_000, pollMs: 200 }),
+      workers: clients,
+      entries,
+      blocks,
+      epoch,
+      say,
+      pollMs: config.poll_ms,
+    });
   }
 
   /** Opens (or finds) the evaluation of the trained cohort; its id. */

@@ -2,8 +2,8 @@
  * A whole network for the epoch controller's tests, all real processes on 127.0.0.1: one validator on a
  * genesis with the data lifecycle over the Curator's fixture sources (`../actors/curator/_fixture.ts`), which
  * reviews every data proposal from its own copy of the raw files and votes by itself (`--review-policy`);
- * three workers holding a small model whose tokenizer is the fixture codec; and a funded controller home
- * holding the codec, with its epoch config (`epoch.json`).
+ * three workers holding a small model whose tokenizer is the fixture codec, with room for one more block; and a
+ * funded controller home holding the codec, with its epoch config (`epoch.json`, growing one block per epoch).
  *
  * `buildEpochTemplate` writes all of it once without starting anything; `startEpochNet` copies a template to a
  * fresh folder and starts its processes, so two runs (an uninterrupted one and a crashed one) start from the
@@ -15,7 +15,7 @@ import { toHexFloat } from "../../core/hex_float.ts";
 import { ObjectStore } from "../../core/object_store.ts";
 import type { ModelConfig } from "../../kernels/config.ts";
 import { storeModel } from "../../kernels/manifest.ts";
-import { initModel } from "../../kernels/model.ts";
+import { componentParameters, initModel } from "../../kernels/model.ts";
 import { createKeyFile, loadKeyFile } from "../../ledger/keys.ts";
 import { writeDevnetGenesis } from "../../genesis/ledger_devnet.ts";
 import { storeCodec } from "../../text/codec.ts";
@@ -23,7 +23,6 @@ import { ATOMS_PER_NEURO } from "../../workflows/params.ts";
 import { ChainClient } from "../../actors/common/chain.ts";
 import { fixtureCodec } from "../text/_fixture.ts";
 import { writeFixtureSources } from "../actors/curator/_fixture.ts";
-import { capacities } from "../actors/sponsor/_network.ts";
 import { startTask, type TaskProcess } from "../actors/worker/_process.ts";
 import { type NodeProc, startProc, stopProc } from "./_ledger_procs.ts";
 
@@ -135,6 +134,7 @@ export async function buildEpochTemplate(
       attempts: 6,
       epoch_atoms: 100 * ATOMS_PER_NEURO,
       daily: options.daily ?? { epochs: 1, atoms: 100 * ATOMS_PER_NEURO },
+      growth: { blocks: 1 },
       poll_ms: 100,
     }),
   );
@@ -165,7 +165,13 @@ export async function startEpochNet(template: string): Promise<EpochNet> {
     });
   let validator: NodeProc = await startValidator();
   const workers: TaskProcess[] = [];
-  const caps = capacities(3, EPOCH_MODEL);
+  // Room for one more block than the model has (on worker 1), so the epoch's growth of one block fits.
+  const block = componentParameters(EPOCH_MODEL, "block_000");
+  const caps = [
+    componentParameters(EPOCH_MODEL, "embed") + componentParameters(EPOCH_MODEL, "norm") + block,
+    2 * block,
+    block,
+  ];
   const entries = [];
   const accounts: Record<string, string> = {};
   try {

@@ -12,7 +12,15 @@ import type { JsonObject } from "../../core/canonical.ts";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../workflows/params.ts";
 import { Journal } from "../../actors/runtime/journal.ts";
 import { utcDay } from "../../actors/epoch/daily_budget.ts";
-import { buildEpochTemplate, EPOCH_STEPS, runArgs, runEpoch, startEpochNet } from "./_epoch_net.ts";
+import { configFromJson } from "../../kernels/config.ts";
+import {
+  buildEpochTemplate,
+  EPOCH_MODEL,
+  EPOCH_STEPS,
+  runArgs,
+  runEpoch,
+  startEpochNet,
+} from "./_epoch_net.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -65,6 +73,12 @@ Deno.test({
         assert.equal((claim!.state as JsonObject).status, "settled");
       }
       assert.equal(lc.training_round, EPOCH_STEPS);
+      // One identity block was grown before the first step, and the cohort trained the grown model.
+      const growth = report.growth as JsonObject;
+      assert.equal(growth.status, "settled");
+      assert.equal((await net.chain.claim(growth.growth_id as string))!.state.status, "settled");
+      const trained = await net.chain.manifest(lc.learning_root!);
+      assert.equal(configFromJson(trained.config).num_hidden_layers, EPOCH_MODEL.num_hidden_layers + 1);
       // The decision is the chain's, and the serving root followed it.
       const evaluation = report.evaluation as JsonObject;
       assert.equal(evaluation.evaluation_id, decided.evaluation_id);
@@ -75,10 +89,10 @@ Deno.test({
       const scores = decided.scores as JsonObject[];
       assert.equal(scores.length, 32);
       assert.ok(scores.every((s) => s.status === "settled"));
-      // The cost is the fees of every transaction the account sent (bonds all came back): propose, 2 × reserve
-      // and claim, open, 32 scores, finish.
+      // The cost is the fees of every transaction the account sent (bonds all came back): propose, grow,
+      // 2 × reserve and claim, open, 32 scores, finish.
       const account = await net.chain.account(net.accounts.controller!);
-      assert.equal(account.nonce, 1 + 2 * EPOCH_STEPS + 1 + 32 + 1);
+      assert.equal(account.nonce, 1 + 1 + 2 * EPOCH_STEPS + 1 + 32 + 1);
       assert.equal(report.cost, account.nonce * DEVNET_PARAMS.fee);
       assert.equal(report.balance_before, 1_000 * ATOMS_PER_NEURO);
       assert.equal(report.balance_after, account.balance);
@@ -117,7 +131,7 @@ Deno.test({
       const text = await runEpoch(["history", "--home", net.home]);
       assert.match(
         text.stdout,
-        /^epoch 1: (promoted \(promote\)|kept \(keep\)); cohort [0-9a-f]{64}; 2 steps of 2 attempts; losses [0-9.]+ [0-9.]+; cost 39000 atoms; /,
+        /^epoch 1: (promoted \(promote\)|kept \(keep\)); cohort [0-9a-f]{64}; 2 steps of 2 attempts; losses [0-9.]+ [0-9.]+; cost 40000 atoms; /,
       );
 
       // The day allows one epoch: a second run is refused, sends nothing and charges nothing.

@@ -135,8 +135,9 @@ async function walk(
 }
 
 /**
- * One kill in every phase: charged, collected, activated, a claim signed (then a worker vanishes and comes
- * back, and the validator is stopped and started), a claim resent, a step, a score, the end.
+ * One kill in every phase: charged, collected, activated, the first training transaction signed (then a worker
+ * vanishes and comes back, and the validator is stopped and started), a transaction resent, a step, a score,
+ * the end.
  */
 const MIXED = [
   "begin:2",

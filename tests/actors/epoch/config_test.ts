@@ -34,17 +34,26 @@ Deno.test("a config is read with paths relative to its folder and poll_ms defaul
     attempts: 8,
     epoch_atoms: 50_000,
     daily: { epochs: 2, atoms: 100_000 },
+    growth: { blocks: 0 },
     poll_ms: 300,
   });
+  assert.deepEqual(parseEpochConfig({ ...GOOD, growth: { blocks: 16 } }, "/e.json").growth, { blocks: 16 });
   assert.equal(parseEpochConfig({ ...GOOD, poll_ms: 20 }, "/e.json").poll_ms, 20);
 });
 
 Deno.test("a config with an unknown, missing, mistyped or out-of-range field is refused naming it", () => {
   refused([], "expected a JSON object");
   refused(
-    { ...GOOD, growth: true },
-    "unknown field growth, expected genesis, sources, workers, collect_rows, train_documents, attempts, epoch_atoms, daily, poll_ms",
+    { ...GOOD, grow: true },
+    "unknown field grow, expected genesis, sources, workers, collect_rows, train_documents, attempts, epoch_atoms, daily, growth, poll_ms",
   );
+  refused({ ...GOOD, growth: true }, 'growth is true, expected {"blocks": N}');
+  refused(
+    { ...GOOD, growth: { blocks: 1, when: 2 } },
+    'growth is {"blocks":1,"when":2}, expected {"blocks": N}',
+  );
+  refused({ ...GOOD, growth: { blocks: 17 } }, "growth.blocks is 17, expected an integer from 1 to 16");
+  refused({ ...GOOD, growth: { blocks: 0 } }, "growth.blocks is 0, expected an integer from 1 to 16");
   const { attempts: _a, ...noAttempts } = GOOD;
   refused(noAttempts, "attempts is missing");
   refused({ ...GOOD, collect_rows: 0 }, "collect_rows is 0, expected an integer from 1 to 4096");
