@@ -1,11 +1,11 @@
 /**
  * Builds the whole devnet under one directory (default `.neuroshard/devnet/`): the ledger genesis (with
- * `DEVNET_PARAMS`: short windows, so a step settles in seconds, and a 64-step cohort schedule) and the
+ * `DEVNET_PARAMS`: short windows, so a step settles in seconds, and a cohort schedule of `stepsPerCohort` steps) and the
  * validator homes of `ledger_devnet.ts` (called, not copied), given the training contents of
  * `devnet/contents.ts` (codec, model manifest and root, learning rate, clip) and the data lifecycle over the
  * pinned sources of `devnet/sources.ts` (no genesis training batches: the devnet trains on admitted cohorts
  * only), a home with an account key (0600) and a bearer token (0600) for each worker, a fourth (forging)
- * worker, the sponsor, the referee, the curator, two providers (one run with `--forge token`) and a paying
+ * worker, the sponsor, the referee, the evaluator, the curator, two providers (one run with `--forge token`) and a paying
  * client, funded accounts for them, the genesis objects (codec and model components) in a shared `objects/`
  * and in every home's `objects/`, and the source files with a `sources.json` in `sources/`,
  * `curator/sources/` and every `validator-<i>/sources/` (each validator also gets `review-policy.json` for
@@ -15,7 +15,7 @@
  * leaves no devnet behind and the next build starts over.
  *
  * Layout: `genesis.json`, `objects/`, `sources/`, `faucet/account.key`, `validator-<i>/`, `worker-<i>/`,
- * `forger/`, `sponsor/`, `referee/`, `curator/`, `provider/`, `provider-forger/`, `client/` (each actor home:
+ * `forger/`, `sponsor/`, `referee/`, `evaluator/`, `curator/`, `provider/`, `provider-forger/`, `client/` (each actor home:
  * `account.key`, `token`, `objects/`).
  *
  * @example
@@ -48,10 +48,12 @@ export interface DevnetBuildOptions {
   readonly validators?: number;
   readonly workers?: number;
   /**
-   * Proposer block interval in ms (default 1,000: a step settles in about 10 s, and the challenge window of
-   * 6 blocks leaves the referee seconds to replay a claim even on a loaded machine).
+   * Proposer block interval in ms (default 1,000: a step settles in about 15 s, and the challenge window of
+   * `DEVNET_BUILD_PARAMS` leaves the referee seconds to replay a claim even on a loaded machine).
    */
   readonly blockIntervalMs?: number;
+  /** Scheduled training steps of every cohort (genesis `params.steps_per_cohort`; default 64). */
+  readonly stepsPerCohort?: number;
 }
 
 /** The actor homes and files of a built devnet. */
@@ -68,6 +70,8 @@ export interface DevnetLayout {
   readonly curator: string;
   readonly sponsor: string;
   readonly referee: string;
+  /** The Evaluator's home: it opens, scores and finishes the evaluation of each trained cohort. */
+  readonly evaluator: string;
   /** The homes of the paid-inference roles: an honest provider, one the scenario runs with `--forge token`, and the paying client. */
   readonly provider: string;
   readonly providerForger: string;
@@ -77,6 +81,13 @@ export interface DevnetLayout {
   readonly accounts: Record<string, string>;
 }
 
+/**
+ * The devnet's parameters beyond `DEVNET_PARAMS`: a 12-block challenge window (12 s), so a referee on a
+ * loaded 2-core machine, replaying four score claims at once during an evaluation, still challenges a forged
+ * one in time; inference requests live at least 16 blocks (they must outlive the window).
+ */
+export const DEVNET_BUILD_PARAMS = { challenge_blocks: 12, min_inference_blocks: 16 } as const;
+
 /** The devnet's genesis time (fixed, so the genesis depends only on the keys). */
 export const DEVNET_GENESIS_TIME = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 
@@ -85,6 +96,7 @@ export const DEVNET_FUNDING = {
   sponsor: 1_000 * ATOMS_PER_NEURO,
   curator: 100 * ATOMS_PER_NEURO,
   referee: 100 * ATOMS_PER_NEURO,
+  evaluator: 200 * ATOMS_PER_NEURO,
   worker: 10 * ATOMS_PER_NEURO,
   provider: 100 * ATOMS_PER_NEURO,
   client: 10 * ATOMS_PER_NEURO,
@@ -124,7 +136,7 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
   for await (const entry of Deno.readDir(d)) {
     if (
       entry.isDirectory &&
-      /^(validator-\d+|worker-\d+|forger|sponsor|referee|curator|provider|provider-forger|client|faucet)$/
+      /^(validator-\d+|worker-\d+|forger|sponsor|referee|evaluator|curator|provider|provider-forger|client|faucet)$/
         .test(
           entry.name,
         )
@@ -146,6 +158,7 @@ export async function readDevnet(dir: string): Promise<DevnetLayout> {
     curator: `${d}/curator`,
     sponsor: `${d}/sponsor`,
     referee: `${d}/referee`,
+    evaluator: `${d}/evaluator`,
     provider: `${d}/provider`,
     providerForger: `${d}/provider-forger`,
     client: `${d}/client`,
@@ -184,6 +197,7 @@ export async function ensureDevnet(
     ["forger", DEVNET_FUNDING.worker] as const,
     ["sponsor", DEVNET_FUNDING.sponsor] as const,
     ["referee", DEVNET_FUNDING.referee] as const,
+    ["evaluator", DEVNET_FUNDING.evaluator] as const,
     ["curator", DEVNET_FUNDING.curator] as const,
     ["provider", DEVNET_FUNDING.provider] as const,
     ["provider-forger", DEVNET_FUNDING.provider] as const,
@@ -202,7 +216,7 @@ export async function ensureDevnet(
     blockIntervalMs: options.blockIntervalMs ?? 1_000,
     accounts,
     ...trainingFields(contents, sources),
-    params: { steps_per_cohort: DEVNET_STEPS_PER_COHORT },
+    params: { ...DEVNET_BUILD_PARAMS, steps_per_cohort: options.stepsPerCohort ?? DEVNET_STEPS_PER_COHORT },
   });
   // Every operator keeps its own copy of the raw files: the Curator to collect, each validator to review.
   await writeDevnetSources(`${staging}/sources`, sources);

@@ -10,24 +10,34 @@ import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import { type Explorer, startExplorer } from "../explorer/server.ts";
 import { StateSource } from "../explorer/state_source.ts";
 
+/** Scheduled steps of each devnet cohort unless `--steps` says otherwise. */
+const DEFAULT_STEPS = 5;
+
 const HELP =
   `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer] [--engine E]
 
 Build the devnet under DIR if it has no genesis yet (train the devnet tokenizer from the bundled generator,
-initialise the devnet model, write the genesis with its training batches, and keys for 4 validators, 3
-workers, a forging worker, a sponsor and a referee), then start every role as its own process (logs in
-DIR/logs/) and run the scenario: N honest training steps, then one step computed by a worker started with
---forge optimizer, which the referee challenges and the chain rejects with the slash, then 2 more honest
-steps. A line per step phase shows the block height and the loss; the summary at the end shows each
-claim's loss and outcome, the atoms issued, every account's balance, the rejected claim and why, and whether
-all validators agree on the final app hash.
+initialise the devnet model, write the genesis with cohorts of N scheduled steps over the pinned sources,
+and keys for 4 validators, 3 workers, a forging worker, a sponsor, a referee, an evaluator, a curator, two
+providers and a client), then start every role as its own process (logs in DIR/logs/) and run the scenario:
+the curator collects and proposes a cohort, the validators review it and vote it in; the sponsor trains its
+N steps, one of them computed by a worker started with --forge optimizer, which the referee challenges and
+the chain rejects with the slash (the step is then trained again); the evaluator scores the cohort's
+candidate against the serving root, one score computed by a worker started with --forge score, which the
+referee gets rejected, and the ledger's integer gate decides whether the serving root moves; then a client
+buys paid answers, one from a provider started with --forge token, which the referee gets refuted. A line
+per phase shows the block height and the loss; the summary at the end shows each claim's loss and outcome,
+the evaluation (per group S, Q, G and passed, the decision, the serving root before and after), the paid
+answers, the atoms issued and burned, every account's balance, what was rejected and why, and whether all
+validators agree on the final app hash.
 
 Run it again after it was killed at any moment: it resumes from the journals and the chain and ends in the
 same final state. A finished devnet prints its summary again.
 
 Options:
-  --steps N     honest steps before the forged one (default 5; a resumed scenario keeps its first value)
-  --no-forge    only the N honest steps
+  --steps N     scheduled training steps of each cohort, 1 to 64 (default 5; fixed when the devnet is
+                built: a built devnet keeps its value, --reset to change it)
+  --no-forge    no forged step, score or answer
   --reset       delete DIR first and build a new devnet
   --json        print the summary as one JSON object on stdout (progress goes to stderr)
   --dir DIR     where the devnet lives (default .neuroshard/devnet, or .neuroshard/devnet-cometbft)
@@ -87,7 +97,7 @@ async function main(): Promise<void> {
   });
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
-  const steps = integerOption(values.steps, "steps", { fallback: 5, max: 1_000 });
+  const steps = integerOption(values.steps, "steps", { fallback: DEFAULT_STEPS, max: 64 });
   const engine = values.engine ?? "embedded";
   if (engine !== "embedded" && engine !== "cometbft") {
     throw new UsageError(`--engine is ${engine}, expected embedded or cometbft`);
@@ -105,7 +115,7 @@ async function main(): Promise<void> {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     });
   }
-  const layout = await prepareDevnet(dir, say);
+  const layout = await prepareDevnet(dir, say, steps);
   if (engine === "cometbft") await prepareComet(layout, say);
   const sup = await Supervisor.open(layout.dir);
   const abort = new AbortController();

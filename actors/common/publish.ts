@@ -39,7 +39,9 @@ export interface ChallengeView {
 /** One transaction of a batch: what it is for (its base intent), its kind and fields, and a label. */
 export interface TxSpec {
   readonly base: JsonObject;
-  readonly kind: TrainingTxKind;
+  /** The intent itself, when the caller names it (else the first unrefused retry of `base`). */
+  readonly intent?: string;
+  readonly kind: TrainingTxKind | "score";
   readonly fields: JsonObject;
   readonly what: string;
 }
@@ -85,7 +87,7 @@ export async function submitBatch(
   txs: readonly TxSpec[],
   onTx?: (what: string, s: Submission) => void,
 ): Promise<Submission[]> {
-  const intents = txs.map((t) => intentOf(submitter, t.base));
+  const intents = txs.map((t) => t.intent ?? intentOf(submitter, t.base));
   // Whatever was signed before (by this or an earlier process) holds nonces: settle it first, same bytes.
   for (const intent of intents) {
     const r = submitter.record(intent);

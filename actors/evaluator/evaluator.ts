@@ -7,6 +7,9 @@
  * of paid training steps, while scores mint nothing, may be sent by anyone and outlive the training that
  * preceded them; both share the home layout, the worker clients, the pipeline helpers and the submitter.
  *
+ * Each pass scores every open group's next windows, then submits those claims pipelined (consecutive nonces,
+ * each journaled before it is sent, all confirmed after), so the four groups' challenge windows run together.
+ *
  * Restart safety: every transaction goes through the lost-acknowledgement-safe submitter under an intent
  * named by what it is for — `open:<cohort>`, `score:<evaluation>:<group>:<offset>:<attempt>`,
  * `finish:<evaluation>` — so a restarted evaluator reuses the journaled bytes and never signs a second
@@ -29,7 +32,7 @@ import { place } from "../../kernels/placement.ts";
 import { txid } from "../../ledger/envelope.ts";
 import { type ChainClient, envelopeOf } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
-import { publishNeeded, submitSettled } from "../common/publish.ts";
+import { publishNeeded, submitBatch, submitSettled, type TxSpec } from "../common/publish.ts";
 import type { WorkerClient, WorkerEntry } from "../common/worker_client.ts";
 import { Submitter } from "../runtime/submit.ts";
 import { runScorePipeline } from "../sponsor/score_pipeline.ts";
@@ -54,6 +57,13 @@ export interface EvaluatorSetup {
 const SIDES = ["baseline", "candidate"] as const;
 const ROLES = ["retention", "fresh"] as const;
 const GROUPS = ["baseline_retention", "baseline_fresh", "candidate_retention", "candidate_fresh"];
+
+/** The next windows of one group to score. */
+interface ScoreWork {
+  readonly side: "baseline" | "candidate";
+  readonly role: "retention" | "fresh";
+  readonly offset: number;
+}
 
 /** An evaluator over one home. */
 export class Evaluator {
@@ -100,14 +110,14 @@ export class Evaluator {
         const open = Object.values(groups).some((g) => g.pending !== null || g.settled < g.total);
         if (!open) await this.finish(evaluationId);
         else {
+          const next: ScoreWork[] = [];
           for (const side of SIDES) {
             for (const role of ROLES) {
               const g = groups[`${side}_${role}`]!;
-              if (g.pending === null && g.settled < g.total) {
-                await this.score(evaluationId, e, side, role, g.settled);
-              }
+              if (g.pending === null && g.settled < g.total) next.push({ side, role, offset: g.settled });
             }
           }
+          await this.scoreGroups(evaluationId, e, next);
         }
       } catch (e) {
         if (!(e instanceof RetryableError)) throw e;
@@ -168,59 +178,69 @@ export class Evaluator {
     }
   }
 
-  /** Scores the next windows of one group (one attempt), and submits the claim. */
-  private async score(
-    evaluationId: string,
-    e: JsonObject,
-    side: "baseline" | "candidate",
-    role: "retention" | "fresh",
-    offset: number,
-  ): Promise<void> {
+  /**
+   * Scores the next windows of each open group (one attempt each), then submits the claims pipelined: signed
+   * with consecutive nonces, journaled and broadcast in order, then confirmed, so the groups' challenge
+   * windows run side by side instead of one group waiting for another's commit.
+   */
+  private async scoreGroups(evaluationId: string, e: JsonObject, work: readonly ScoreWork[]): Promise<void> {
     const { chain, home } = this.setup;
     const scores = e.scores as { side: string; role: string; offset: number; status: string }[];
-    const attempt = scores.filter((s) => s.side === side && s.role === role && s.offset === offset).length;
-    const intent = `score:${evaluationId}:${side}_${role}:${offset}:${attempt}`;
-    if (this.submitter.record(intent)?.status === "committed") return; // waiting for the chain to show it
-    const modelRoot = e[side] as string;
-    const manifest = await chain.manifest(modelRoot);
-    const partitions = place(configFromJson(manifest.config), this.setup.entries.map((x) => x.capacity));
-    const n = this.setup.workers.length;
-    // Each group starts on another worker, and each retry at an offset moves on by one more.
-    const shift = attempt + GROUPS.indexOf(`${side}_${role}`);
-    const rotated = this.setup.workers.map((_, i) => this.setup.workers[(i + shift) % n]!);
-    const roots = ((e.windows as JsonObject)[role] as string[]).slice(offset, offset + 4);
-    const windows = await Promise.all(roots.map((r) => chain.batch(r)));
-    this.say(
-      evaluationId,
-      "score",
-      `${side} ${role} windows ${offset}-${offset + roots.length - 1} attempt ${attempt}`,
-    );
-    const out = await runScorePipeline({
-      workers: rotated.slice(0, partitions.length),
-      pool: this.setup.workers,
-      partitions,
-      manifest,
-      modelRoot,
-      windows,
-      chainId: (await chain.status()).chain_id,
-      score: { evaluation_id: evaluationId, side, role, offset, attempt },
+    const txs: TxSpec[] = [];
+    const losses: string[] = [];
+    for (const { side, role, offset } of work) {
+      const attempt = scores.filter((s) => s.side === side && s.role === role && s.offset === offset).length;
+      const intent = `score:${evaluationId}:${side}_${role}:${offset}:${attempt}`;
+      if (this.submitter.record(intent)?.status === "committed") continue; // waiting for the chain to show it
+      const modelRoot = e[side] as string;
+      const manifest = await chain.manifest(modelRoot);
+      const partitions = place(configFromJson(manifest.config), this.setup.entries.map((x) => x.capacity));
+      const n = this.setup.workers.length;
+      // Each group starts on another worker, and each retry at an offset moves on by one more.
+      const shift = attempt + GROUPS.indexOf(`${side}_${role}`);
+      const rotated = this.setup.workers.map((_, i) => this.setup.workers[(i + shift) % n]!);
+      const roots = ((e.windows as JsonObject)[role] as string[]).slice(offset, offset + 4);
+      const windows = await Promise.all(roots.map((r) => chain.batch(r)));
+      this.say(
+        evaluationId,
+        "score",
+        `${side} ${role} windows ${offset}-${offset + roots.length - 1} attempt ${attempt}`,
+      );
+      const out = await runScorePipeline({
+        workers: rotated.slice(0, partitions.length),
+        pool: this.setup.workers,
+        partitions,
+        manifest,
+        modelRoot,
+        windows,
+        chainId: (await chain.status()).chain_id,
+        score: { evaluation_id: evaluationId, side, role, offset, attempt },
+      });
+      txs.push({
+        base: { score: intent },
+        intent,
+        kind: "score",
+        fields: {
+          evaluation_id: evaluationId,
+          side,
+          role,
+          offset,
+          record_root: out.recordRoot,
+          metadata: out.metadata,
+        },
+        what: `${side} ${role} ${offset}`,
+      });
+      losses.push(out.head.losses.join(" "));
+    }
+    if (txs.length === 0) return;
+    await submitBatch(chain, this.submitter, home.key, txs, (what, s) => {
+      const i = txs.findIndex((t) => t.what === what);
+      this.say(
+        evaluationId,
+        s.status === "committed" ? "scored" : "score refused",
+        s.status === "committed" ? `${what}: ${losses[i]}` : `${what}: ${s.code}: ${s.message}`,
+      );
     });
-    const s = await submitSettled(this.submitter, intent, () =>
-      chain.sign(home.key, "score", {
-        evaluation_id: evaluationId,
-        side,
-        role,
-        offset,
-        record_root: out.recordRoot,
-        metadata: out.metadata,
-      }));
-    this.say(
-      evaluationId,
-      s.status === "committed" ? "scored" : "score refused",
-      s.status === "committed"
-        ? `${side} ${role} ${offset}: ${out.head.losses.join(" ")}`
-        : `${s.code}: ${s.message}`,
-    );
   }
 
   /** Publishes what an availability challenge against one of its live scores asks for. */

@@ -1,9 +1,10 @@
 /**
  * Starts the devnet's processes: the proposer and the replicas following it (each reviewing data proposals
  * from its own copy of the sources and voting only on approve), the honest workers, the forging
- * worker (`--forge optimizer`, when the scenario forges), and the referee; writes the workers files the
- * sponsor and the referee read (URLs of this run, token files, capacities that place the devnet model on 3
- * stages). The sponsor is started by the scenario, phase by phase.
+ * worker (`--forge optimizer` while the scenario's training forges, `--forge score` for its evaluation), and
+ * the referee; writes the workers files the sponsor, the evaluator and the referee read (URLs of this run,
+ * token files, capacities that place the devnet model on 3 stages). The sponsor and the evaluator are started
+ * by the scenario, phase by phase.
  */
 import { PRESETS } from "../../kernels/config.ts";
 import { componentParameters } from "../../kernels/model.ts";
@@ -21,6 +22,29 @@ export interface Network {
   readonly workersFile: string;
   /** The forging pipeline: worker-0, the forger (stage 1), worker-2, then worker-1 unplaced. */
   readonly forgeWorkersFile: string | null;
+  /** The evaluator's pool: worker-0, worker-1, worker-2, then the forger when the scenario forges. */
+  readonly evaluateWorkersFile: string;
+  /** The forger's URL (it keeps its port when it is restarted in another forge mode). */
+  readonly forgerUrl: string | null;
+}
+
+/** What the forging worker forges: a training step's optimizer update, or a score's window losses. */
+export type ForgerMode = "optimizer" | "score";
+
+/** Starts (or restarts, on `port`) the forging worker in `mode`; its URL. */
+export async function startForger(
+  sup: Supervisor,
+  layout: DevnetLayout,
+  mode: ForgerMode,
+  port = 0,
+): Promise<string> {
+  await sup.stop("forger");
+  const child = await sup.start({
+    name: "forger",
+    task: "worker",
+    args: ["--home", layout.forger, "--port", String(port), "--forge", mode],
+  });
+  return child.url!;
 }
 
 /** Capacities (parameters) that place the devnet model on 3 stages: embed+norm+block 0, blocks 1-2, block 3. */
@@ -54,7 +78,7 @@ function validatorArgs(layout: DevnetLayout, i: number): string[] {
 export async function startNetwork(
   sup: Supervisor,
   layout: DevnetLayout,
-  forge: boolean,
+  forger: ForgerMode | null,
   say: (line: string) => void,
   engine: "embedded" | "cometbft" = "embedded",
 ): Promise<Network> {
@@ -80,18 +104,12 @@ export async function startNetwork(
   for (const [i, home] of layout.workers.entries()) {
     workerUrls.push((await sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home] })).url!);
   }
-  const forgerUrl = forge
-    ? (await sup.start({
-      name: "forger",
-      task: "worker",
-      args: ["--home", layout.forger, "--forge", "optimizer"],
-    }))
-      .url!
-    : null;
+  const forgerUrl = forger === null ? null : await startForger(sup, layout, forger);
   await writeWorkers(`${dir}/workers.json`, layout.workers, workerUrls);
   const refereeHomes = forgerUrl ? [...layout.workers, layout.forger] : layout.workers;
   const refereeUrls = forgerUrl ? [...workerUrls, forgerUrl] : workerUrls;
   await writeWorkers(`${dir}/referee-workers.json`, refereeHomes, refereeUrls);
+  await writeWorkers(`${dir}/workers-evaluate.json`, refereeHomes, refereeUrls);
   if (forgerUrl) {
     // Stage 1 is the forger's; worker-1 stays in the file (unplaced) so the forger can copy its components.
     const forge = [layout.workers[0]!, layout.forger, layout.workers[2]!, layout.workers[1]!];
@@ -111,5 +129,7 @@ export async function startNetwork(
     referee,
     workersFile: `${dir}/workers.json`,
     forgeWorkersFile: forgerUrl ? `${dir}/workers-forge.json` : null,
+    evaluateWorkersFile: `${dir}/workers-evaluate.json`,
+    forgerUrl,
   };
 }

@@ -1,14 +1,17 @@
 /**
  * The devnet scenario: builds the devnet if needed, starts 4 validators (a proposer and 3 replicas, each
- * reviewing data proposals by its operator's policy), 3 honest workers, a forging worker (`--forge
- * optimizer`), a referee and the sponsor as separate processes, and drives the phases of
- * `scenario_journal.ts`: the Curator collects the pinned sources and proposes a cohort, which the validators
- * review and vote in (`cohort_phase.ts`); then the sponsor trains `steps` honest steps on its schedule; then it runs one step
- * with the forger in stage 1 (the referee replays it, challenges, uploads, seals and resolves, and the chain
- * rejects it with the slash); then it trains `after` more honest steps; then the paid-inference phase of
- * `inference_phase.ts` buys answers from a Provider and from one with `--forge token`, which the referee gets
- * refuted. The sponsor is told how many settled
- * steps to reach and exits when they are; which workers it uses is the only thing the phase changes.
+ * reviewing data proposals by its operator's policy), 3 honest workers, a forging worker, a referee, and the
+ * sponsor and the evaluator as separate processes, and drives the phases of `scenario_journal.ts`: the
+ * Curator collects the pinned sources and proposes a cohort, which the validators review and vote in
+ * (`cohort_phase.ts`); then the sponsor trains the first honest steps of its schedule; then it runs one step
+ * with the forger (`--forge optimizer`) in stage 1 (the referee replays it, challenges, uploads, seals and
+ * resolves, and the chain rejects it with the slash); then it trains the rest of the schedule; then the
+ * Evaluator scores the cohort's candidate against the serving root with the forger (now `--forge score`) in
+ * its pool, the referee gets the forged score rejected, and the ledger's gate decides
+ * (`evaluation_phase.ts`); then the paid-inference phase of `inference_phase.ts` gives the providers the
+ * serving model and buys answers from a Provider and from one with `--forge token`, which the referee gets
+ * refuted. The sponsor is told how many settled steps to reach and exits when they are; which workers it
+ * uses is the only thing the phase changes.
  *
  * Every phase change is journaled before it is acted on, and the rest is read from the chain, so running it
  * again after a SIGKILL at any moment ends in the same final state.
@@ -17,10 +20,13 @@ import { isObject, type JsonObject, parseJson } from "../../core/canonical.ts";
 import { fromHexFloat } from "../../core/hex_float.ts";
 import { type DevnetLayout, ensureDevnet } from "../devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
-import { loadScenario, newScenario, saveScenario, type Scenario, targetSteps } from "./scenario_journal.ts";
+import { loadScenario, saveScenario, type Scenario, scenarioFor, targetSteps } from "./scenario_journal.ts";
 import { collectSummary, type DevnetSummary } from "./summary.ts";
 import { admitCohort } from "./cohort_phase.ts";
-import { startNetwork } from "./network.ts";
+import { type ForgerMode, startForger, startNetwork } from "./network.ts";
+import { hasEvaluatorHome, runEvaluationPhase } from "./evaluation_phase.ts";
+import { provideServingModel } from "./serve_model.ts";
+import { ChainClient } from "../../actors/common/chain.ts";
 import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
 
@@ -90,13 +96,19 @@ export async function runScenario(
 ): Promise<DevnetSummary> {
   const { say, signal } = options;
   const dir = layout.dir;
+  const cohortSteps = await genesisCohortSteps(layout);
   let scenario = await loadScenario(dir);
   if (scenario === null) {
-    scenario = newScenario(options.steps, options.forge);
+    if (options.steps !== cohortSteps) {
+      say(
+        `this devnet was built with ${cohortSteps} steps per cohort: training ${cohortSteps} (--reset to rebuild)`,
+      );
+    }
+    scenario = scenarioFor(cohortSteps, options.forge);
     await saveScenario(dir, scenario);
-  } else if (scenario.steps !== options.steps || scenario.forge !== options.forge) {
+  } else if (scenario.steps + scenario.after !== options.steps || scenario.forge !== options.forge) {
     say(
-      `resuming the scenario as first started: ${scenario.steps} steps${
+      `resuming the scenario as first started: ${scenario.steps + scenario.after} steps${
         scenario.forge ? " and the forge" : ""
       }`,
     );
@@ -108,7 +120,12 @@ export async function runScenario(
   };
 
   const engine = options.engine ?? "embedded";
-  const net = await startNetwork(sup, layout, scenario.forge, say, engine);
+  // A devnet built before the evaluation phase has no Evaluator home, or schedules more steps than it trains.
+  const evaluates = await hasEvaluatorHome(layout) && scenario.steps + scenario.after === cohortSteps;
+  const forgerMode = (phase: Scenario["phase"]): ForgerMode | null =>
+    !scenario!.forge ? null : phase === "evaluate" || phase === "done" ? "score" : "optimizer";
+  let forger = forgerMode(scenario.phase);
+  const net = await startNetwork(sup, layout, forger, say, engine);
   const { rpc } = net;
   const chain = new ChainView(rpc);
   net.referee.onLine(watch("referee"));
@@ -164,10 +181,25 @@ export async function runScenario(
       await journal({ ...scenario, phase: "honest" });
       continue;
     }
+    if (scenario.phase === "honest" && scenario.steps === 0) {
+      await journal({ ...scenario, phase: "forge", forge_from_height: (await chain.status()).height });
+      continue;
+    }
     if (scenario.phase === "honest" || scenario.phase === "after") {
       await untilExit(await sponsor(net.workersFile, targetSteps(scenario, scenario.phase)));
-      if (scenario.phase === "after" || !scenario.forge) await journal({ ...scenario, phase: "done" });
-      else await journal({ ...scenario, phase: "forge", forge_from_height: (await chain.status()).height });
+      if (scenario.phase === "after" || !scenario.forge) {
+        await journal({ ...scenario, phase: evaluates ? "evaluate" : "done" });
+      } else await journal({ ...scenario, phase: "forge", forge_from_height: (await chain.status()).height });
+      continue;
+    }
+    if (scenario.phase === "evaluate") {
+      if (net.forgerUrl !== null && forger !== "score") {
+        // The forger computed the forged step with --forge optimizer; it forges a score from now on.
+        await startForger(sup, layout, "score", Number(new URL(net.forgerUrl).port));
+        forger = "score";
+      }
+      await runEvaluationPhase({ sup, layout, rpc, workersFile: net.evaluateWorkersFile, say, signal });
+      await journal({ ...scenario, phase: "done" });
       continue;
     }
     // forge: the first claim committed after the forging pipeline was put in place is the forged one.
@@ -199,14 +231,37 @@ export async function runScenario(
     }
     await sleep(250, signal);
   }
-  if (await hasInferenceHomes(layout)) await runInferencePhase(sup, layout, rpc, scenario.forge, say);
-  else say("this devnet was built before paid inference: rebuild it with --reset to run the inference phase");
+  if (!evaluates) say("this devnet was built before the evaluation phase: rebuild it with --reset to run it");
+  if (await hasInferenceHomes(layout)) {
+    // After a promotion the serving model is one only the workers hold: the providers need it to answer
+    // and the referee to replay their answers, so each gets its objects first.
+    const serving = (await chain.lifecycle()).serving_root!;
+    const holders = [...layout.workers, layout.forger, layout.evaluator];
+    for (const home of [layout.referee, layout.provider, layout.providerForger]) {
+      await provideServingModel(new ChainClient(rpc), serving, home, holders);
+    }
+    await runInferencePhase(sup, layout, rpc, scenario.forge, say);
+  } else {say(
+      "this devnet was built before paid inference: rebuild it with --reset to run the inference phase",
+    );}
   return { ...await collectSummary(layout, net.urls), engine };
 }
 
-/** Builds the devnet if needed and opens it. */
-export async function prepareDevnet(dir: string, say: (line: string) => void): Promise<DevnetLayout> {
-  const layout = await ensureDevnet({ dir }, say);
+/** The steps every cohort of the devnet's genesis schedules (`params.steps_per_cohort`). */
+export async function genesisCohortSteps(layout: DevnetLayout): Promise<number> {
+  const g = parseJson(await Deno.readTextFile(layout.genesisPath)) as {
+    params?: { steps_per_cohort?: number };
+  };
+  return g.params?.steps_per_cohort ?? 0;
+}
+
+/** Builds the devnet if needed (its cohorts scheduling `steps` steps) and opens it. */
+export async function prepareDevnet(
+  dir: string,
+  say: (line: string) => void,
+  steps?: number,
+): Promise<DevnetLayout> {
+  const layout = await ensureDevnet({ dir, ...(steps === undefined ? {} : { stepsPerCohort: steps }) }, say);
   say(`${layout.built ? "built" : "using"} the devnet at ${layout.dir} (genesis ${layout.genesisId})`);
   return layout;
 }

@@ -5,9 +5,10 @@
  * else (steps settled, the forged claim, losses) is read back from the chain.
  *
  * Phases: `cohort` (a cohort collected, proposed, reviewed, voted and activated) → `honest` (the first honest
- * steps) → `forge` (one step with the forging worker in the pipeline)
- * → `after` (the honest steps after it) → `done`. Without the forge the scenario goes `cohort` → `honest` →
- * `done`.
+ * steps) → `forge` (one step with the forging worker in the pipeline) → `after` (the honest steps after it,
+ * which complete the cohort's schedule) → `evaluate` (the cohort's evaluation, scored by the Evaluator with
+ * a score forger in its pool, to the gate's decision) → `done`. Without the forge the scenario goes `cohort`
+ * → `honest` → `evaluate` → `done`.
  *
  * @example
  * ```ts
@@ -20,7 +21,7 @@ import { canonical, hasExactKeys, isObject, parseJson } from "../../core/canonic
 import { ProtocolError } from "../../core/errors.ts";
 
 /** A scenario phase. */
-export type ScenarioPhase = "cohort" | "honest" | "forge" | "after" | "done";
+export type ScenarioPhase = "cohort" | "honest" | "forge" | "after" | "evaluate" | "done";
 
 /** The journaled scenario. */
 export interface Scenario {
@@ -37,7 +38,17 @@ export interface Scenario {
 }
 
 const FIELDS = ["steps", "forge", "after", "phase", "forge_from_height", "forge_claim"];
-const PHASES: readonly string[] = ["cohort", "honest", "forge", "after", "done"];
+const PHASES: readonly string[] = ["cohort", "honest", "forge", "after", "evaluate", "done"];
+
+/**
+ * A scenario about to start whose cohort schedules `cohortSteps` steps: with the forge, the forged step is
+ * tried before the last two scheduled steps (before the first of a 1- or 2-step cohort) and the step it
+ * claimed is trained again honestly, so every scheduled step settles.
+ */
+export function scenarioFor(cohortSteps: number, forge: boolean): Scenario {
+  const after = forge ? Math.min(2, cohortSteps) : 0;
+  return newScenario(cohortSteps - after, forge, after);
+}
 
 /** A scenario about to start. */
 export function newScenario(steps: number, forge: boolean, after = 2): Scenario {

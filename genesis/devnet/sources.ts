@@ -10,8 +10,8 @@
  *
  * Every file is a pure function of the generator, so every build gets the same bytes and the same specs (and
  * so the same genesis `data` section). The Curator and each validator get their own copy of the files with a
- * sources file (`sources.json`) naming them; the windows are short (48 tokens of context, 16 of response, up
- * to 4 windows) so a step takes seconds in the reference kernels.
+ * sources file (`sources.json`) naming them; the windows are short (48 tokens of context, 32 of response, one
+ * window a document) so a step takes seconds in the reference kernels.
  *
  * @example
  * ```ts
@@ -31,8 +31,12 @@ import { devnetRows, GENERATOR_VERSION } from "./generator.ts";
 
 /** Rows of each devnet source. */
 export const DEVNET_SOURCE_ROWS = { train: 512, retention: 128, fresh: 128 } as const;
-/** The Curator's and the reviewers' window settings on the devnet. */
-export const DEVNET_CURATOR_WINDOWS: WindowOptions = { context: 48, response: 16, maxWindows: 4 };
+/**
+ * The Curator's and the reviewers' window settings on the devnet: one window of 48 tokens of context and 32
+ * of response per document, so each evaluation group is exactly 32 windows (8 scores) and an evaluation
+ * takes about a minute.
+ */
+export const DEVNET_CURATOR_WINDOWS: WindowOptions = { context: 48, response: 32, maxWindows: 1 };
 /** Blocks an activated devnet cohort has to finish its schedule. */
 export const DEVNET_TRAINING_BLOCKS = 100_000;
 /** Scheduled steps of a devnet cohort (the profile's most, so `--steps` has room). */

@@ -19,6 +19,7 @@ import { ChainClient } from "../../actors/common/chain.ts";
 import { loadCodec } from "../../text/codec.ts";
 import { ChainView, type ClaimOutcome } from "./chain_view.ts";
 import { loadInferenceJobs } from "./inference_phase.ts";
+import { collectEvaluations, evaluationLines, type EvaluationOutcome } from "./evaluation_summary.ts";
 
 /** The summary of a devnet run. */
 export interface DevnetSummary extends JsonObject {
@@ -44,6 +45,8 @@ export interface DevnetSummary extends JsonObject {
   cohort: CohortSummary | null;
   /** True when every claim trained on a batch of the active cohort's schedule. */
   trained_on_admitted: boolean;
+  /** Every decided evaluation, oldest first (empty before the evaluation phase). */
+  evaluations: EvaluationOutcome[];
 }
 
 /** One paid answer as the chain settled it. */
@@ -203,6 +206,7 @@ export async function collectSummary(layout: DevnetLayout, urls: readonly string
     cohort: cohort?.summary ?? null,
     trained_on_admitted: cohort !== null &&
       claims.every((c) => c.batch !== null && cohort.schedule.includes(c.batch)),
+    evaluations: await collectEvaluations(proposer),
   };
 }
 
@@ -234,6 +238,7 @@ export function formatSummary(s: DevnetSummary): string {
           : "a claim trained on a batch NOT in the schedule"),
     );
   }
+  lines.push(...evaluationLines(s.evaluations));
   lines.push(`atoms issued ${s.issued} (${neuro(s.issued)}), burned ${s.burned} (${neuro(s.burned)})`);
   if (s.inference.length > 0) lines.push("paid answers:");
   for (const [i, a] of s.inference.entries()) {

@@ -22,6 +22,8 @@ import { JsonlRows } from "../../text/sources/jsonl.ts";
 import { ParquetRows } from "../../text/sources/parquet.ts";
 import type { ChatMessage } from "../../text/template_render.ts";
 import { cohortSchedule } from "../../workflows/cohort.ts";
+import { documentLoss, FRESH_MARGIN, groupGate, microQ, RETENTION_MARGIN } from "../../workflows/gate.ts";
+import { scoreRecord } from "../../kernels/score_record.ts";
 import { buildCohort } from "../../actors/curator/build.ts";
 import { Corpus } from "../../actors/curator/corpus.ts";
 import { screenTranche, usableRow } from "../../actors/curator/screen.ts";
@@ -34,7 +36,14 @@ import {
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
-let scheduleCache: Batch[] | undefined;
+/** The devnet's first cohort built in-process: its scheduled batches and its evaluation windows by role. */
+export interface DevnetCohort {
+  readonly schedule: Batch[];
+  /** Each evaluation role's windows in the order of the cohort's documents (one window a document). */
+  readonly evaluation: { retention: Batch[]; fresh: Batch[] };
+}
+
+let cohortCache: DevnetCohort | undefined;
 
 /**
  * The batches the devnet's first cohort schedules, computed in-process from the pinned source files alone:
@@ -42,7 +51,12 @@ let scheduleCache: Batch[] | undefined;
  * data root, and the schedule fixed as the ledger fixes it at activation (no previous cohort, so no replay).
  */
 export async function devnetSchedule(): Promise<Batch[]> {
-  if (scheduleCache) return scheduleCache;
+  return (await devnetCohort()).schedule;
+}
+
+/** The devnet's first cohort (see `devnetSchedule`), with its evaluation windows. */
+export async function devnetCohort(): Promise<DevnetCohort> {
+  if (cohortCache) return cohortCache;
   const contents = devnetContents();
   const codec = TextCodec.fromParts(
     contents.codec.manifest as never,
@@ -85,10 +99,53 @@ export async function devnetSchedule(): Promise<Batch[]> {
   });
   const train = built.document.documents.filter((d) => d.role === "train").flatMap((d) => d.batches);
   const byRoot = new Map(built.batches.map((b) => [id(b as unknown as JsonValue), b]));
-  scheduleCache = cohortSchedule(built.root, train, null, DEVNET_STEPS_PER_COHORT).map((s) =>
+  const schedule = cohortSchedule(built.root, train, null, DEVNET_STEPS_PER_COHORT).map((s) =>
     byRoot.get(s.batch)!
   );
-  return scheduleCache;
+  const windows = (role: string) =>
+    built.document.documents.filter((d) => d.role === role).flatMap((d) =>
+      d.batches.map((b) => byRoot.get(b)!)
+    );
+  cohortCache = { schedule, evaluation: { retention: windows("retention"), fresh: windows("fresh") } };
+  return cohortCache;
+}
+
+/** One gate group as the summary shows it. */
+export interface ExpectedGate {
+  S: string;
+  Q: string;
+  G: string;
+  passed: boolean;
+}
+
+/**
+ * The gate of the devnet's first evaluation computed in-process: every evaluation window scored under the
+ * baseline and the candidate by the score record (4 windows a score, as the Evaluator scores them, on the
+ * devnet's placement), one document per window, and the integer gate of PROTOCOL §7 per role.
+ */
+export async function expectedGate(
+  baseline: Model,
+  candidate: Model,
+): Promise<{ retention: ExpectedGate; fresh: ExpectedGate; promoted: boolean }> {
+  const { evaluation } = await devnetCohort();
+  const partitions = place(PRESETS.devnet, devnetCapacities());
+  const q = (model: Model, windows: readonly Batch[]) => {
+    const out: bigint[] = [];
+    for (let i = 0; i < windows.length; i += 4) {
+      const p = scoreRecord(model, "0".repeat(64), windows.slice(i, i + 4), partitions);
+      for (const [k, loss] of p.computed.losses.entries()) {
+        out.push(microQ(documentLoss([{ loss, targets: p.computed.targets[k]! }])));
+      }
+    }
+    return out;
+  };
+  const gate = (role: "retention" | "fresh", margin: bigint): ExpectedGate => {
+    const g = groupGate(q(baseline, evaluation[role]), q(candidate, evaluation[role]), margin);
+    return { S: g.S, Q: g.Q, G: g.G, passed: g.pass };
+  };
+  const retention = gate("retention", RETENTION_MARGIN);
+  const fresh = gate("fresh", FRESH_MARGIN);
+  return { retention, fresh, promoted: retention.passed && fresh.passed };
 }
 
 /** How a devnet run ended. */
@@ -117,7 +174,7 @@ export async function runDevnet(
     .spawn();
   const stderr: string[] = [];
   let killed = false;
-  const timer = setTimeout(() => child.kill("SIGTERM"), options.timeoutMs ?? 280_000);
+  const timer = setTimeout(() => child.kill("SIGTERM"), options.timeoutMs ?? 900_000);
   const out = new Response(child.stdout).text();
   let buf = "";
   for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
@@ -177,11 +234,15 @@ export async function liveChildren(dir: string): Promise<number> {
   return n;
 }
 
-/** The losses of `steps` honest devnet steps and the learning root they end at, computed in-process. */
-export function honestRun(steps: number, schedule: readonly Batch[]): { losses: number[]; root: string } {
+/** The losses of `steps` honest devnet steps and the learning root (and model) they end at, in-process. */
+export function honestRun(
+  steps: number,
+  schedule: readonly Batch[],
+): { losses: number[]; root: string; model: Model; genesis: Model } {
   const contents = devnetContents();
   const partitions = place(PRESETS.devnet, devnetCapacities());
-  let model: Model = initModel(PRESETS.devnet, 0);
+  const genesis: Model = initModel(PRESETS.devnet, 0);
+  let model = genesis;
   let manifest: Manifest = contents.model.manifest;
   let root = contents.model.root;
   const losses: number[] = [];
@@ -200,5 +261,5 @@ export function honestRun(steps: number, schedule: readonly Batch[]): { losses: 
     manifest = out.candidateManifest;
     root = out.candidateRoot;
   }
-  return { losses, root };
+  return { losses, root, model, genesis };
 }

@@ -1,6 +1,6 @@
 /**
  * `deno task devnet --engine cometbft` (NEURO_SLOW=1 only; ignored with the reason printed when CometBFT is not
- * installed): the same scenario on four CometBFT validators trains, catches the forger and pays, and a devnet
+ * installed): the same scenario on four CometBFT validators trains, catches the forger, evaluates and pays, and a devnet
  * SIGKILLed in the forged step resumes (every validator rejoining through the ABCI handshake) to the same
  * state, all four app hashes agreeing.
  */
@@ -8,6 +8,7 @@ import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
 import { installedTool } from "../../ledger/abci/cometbft_pin.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
 import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
+import { devnetContents } from "../../genesis/devnet/contents.ts";
 import { devnetSchedule, honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -18,18 +19,23 @@ if (!cometbft) {
 } else if (!SLOW) console.log("devnet on CometBFT ignored: it runs with NEURO_SLOW=1 (deno task test:slow)");
 
 function check(s: DevnetSummary, steps: number, schedule: Awaited<ReturnType<typeof devnetSchedule>>): void {
-  const settled = steps + 2;
+  const settled = steps;
   assertEquals(
     [s.engine, s.validators_agree, s.app_hashes.length],
     ["cometbft", true, 4],
     JSON.stringify(s.app_hashes),
   );
-  assertEquals([s.settled, s.learning_root, s.issued], [
+  const honest = honestRun(settled, schedule);
+  // The evaluation decided: a promotion keeps the learning root; a failure returns it to the genesis model.
+  const promoted = s.evaluations[0]?.decision === "promote";
+  assertEquals([s.settled, s.learning_root, s.issued, s.evaluations.length], [
     settled,
-    honestRun(settled, schedule).root,
+    promoted ? honest.root : devnetContents().model.root,
     settled * DEVNET_PARAMS.reward,
+    1,
   ]);
   assertEquals(s.rejected.map((r) => r.reason), ["mismatch: optimizer update"]);
+  assertEquals(s.evaluations[0]!.rejected.map((r) => r.reason), ["mismatch: window loss"]);
 }
 
 Deno.test({
@@ -41,7 +47,7 @@ Deno.test({
     const dir = `${tmp}/devnet`;
     try {
       const first = await runDevnet(dir, ["--engine", "cometbft", "--steps", "1"], {
-        killAt: /^\[forge\] step 2 forward/,
+        killAt: /^\[forge\] step 1 forward/,
         timeoutMs: 400_000,
       });
       equal(first.killed, true, first.stderr.slice(-30).join("\n"));

@@ -3,7 +3,15 @@ import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../workflows/params.ts";
 import { DEVNET_FUNDING } from "../../genesis/devnet_builder.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
 import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
-import { devnetSchedule, honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
+import {
+  devnetSchedule,
+  type ExpectedGate,
+  expectedGate,
+  honestRun,
+  killLeftovers,
+  liveChildren,
+  runDevnet,
+} from "./_devnet.ts";
 import { id } from "../../core/digest.ts";
 
 const SLOW = Deno.env.get("NEURO_SLOW") !== "1";
@@ -16,24 +24,33 @@ async function until(ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
   }
 }
 const P = DEVNET_PARAMS;
+/** The referee's transactions of a scenario: the forged step's dispute, the forged score's, the forged answer's. */
+const REFEREE_TXS = 30;
 const GENESIS_ROOT = devnetContents().model.root;
 /** The first cohort's schedule, computed in-process from the pinned source files. */
 const SCHEDULE = await devnetSchedule();
 
 /**
- * What a finished scenario of `steps` honest steps, one forged step and 2 more honest steps must show: the
- * losses of an in-process run, the forged claim rejected for its optimizer update, the exact balances of the
- * workers, the sponsor and the referee, the reward issued, and every validator on the same app hash.
+ * What a finished scenario of a `cohortSteps`-step cohort must show: the losses of an in-process run with the
+ * forged step (tried before the last two) rejected for its optimizer update and trained again; the cohort's
+ * evaluation decided by the gate exactly as an in-process scoring of every evaluation window computes it,
+ * with the forged score (the candidate's first fresh windows) rejected; the serving root where the decision
+ * puts it; the exact balances of the workers, the sponsor, the evaluator and the referee; the reward issued;
+ * and every validator on the same app hash.
  */
-function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): void {
-  const settled = steps + 2;
+async function checkScenario(s: DevnetSummary, cohortSteps: number, referee_txs: number): Promise<void> {
+  const after = Math.min(2, cohortSteps);
+  const steps = cohortSteps - after;
+  const settled = cohortSteps;
   const honest = honestRun(settled, SCHEDULE);
+  const gate = await expectedGate(honest.genesis, honest.model);
+  const served = gate.promoted ? honest.root : GENESIS_ROOT;
   assertEquals(s.validators_agree, true, JSON.stringify(s.app_hashes));
   assertEquals([s.training_round, s.settled, s.learning_root, s.serving_root], [
     settled,
     settled,
-    honest.root,
-    GENESIS_ROOT,
+    served,
+    served,
   ]);
   const expected = [
     ...honest.losses.slice(0, steps).map((loss) => ({ loss, status: "settled" })),
@@ -42,6 +59,23 @@ function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): vo
   ];
   assertEquals(s.claims.map((c) => ({ loss: c.loss, status: c.status })), expected);
   assertEquals(s.rejected.map((r) => r.reason), ["mismatch: optimizer update"]);
+  // The evaluation: 4 groups of 32 one-window documents, 8 scores each, plus the forged one.
+  equal(s.evaluations.length, 1);
+  const e = s.evaluations[0]!;
+  const shown = (g: ExpectedGate | null) => g && { S: g.S, Q: g.Q, G: g.G, passed: g.passed };
+  assertEquals(
+    [e.cohort, e.reason, e.decision, shown(e.groups.retention), shown(e.groups.fresh)],
+    [s.cohort!.data_root, "gate", gate.promoted ? "promote" : "keep", gate.retention, gate.fresh],
+  );
+  assertEquals([e.serving_root_before, e.candidate, e.serving_root_after], [
+    GENESIS_ROOT,
+    honest.root,
+    served,
+  ]);
+  equal(e.settled_scores, 32);
+  assertEquals(e.rejected.map((r) => [r.side, r.role, r.offset, r.reason]), [
+    ["candidate", "fresh", 0, "mismatch: window loss"],
+  ]);
   assertEquals(s.issued, settled * P.reward);
   const balance = Object.fromEntries(s.balances.map((b) => [b.name, b.balance]));
   const share = Math.floor((P.reward * (1 - P.verifier_share_bps / 10_000)) / 3);
@@ -53,11 +87,13 @@ function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): vo
     ]),
   );
   // The sponsor paid a reserve and a claim per attempt and lost its whole claim bond to the slash; the
-  // referee paid its challenge, upload, seal and resolve fees and got its bond back plus half the claim bond.
+  // evaluator paid open, 33 scores and finish and lost the forged score's bond; the referee paid its
+  // challenge, upload, seal and resolve fees and got its bond back plus half of each slashed bond.
   assertEquals(balance.sponsor, DEVNET_FUNDING.sponsor - 2 * (settled + 1) * P.fee - P.claim_bond);
+  assertEquals(balance.evaluator, DEVNET_FUNDING.evaluator - (1 + 33 + 1) * P.fee - P.claim_bond);
   assertEquals(
     balance.referee,
-    DEVNET_FUNDING.referee - referee_txs * P.fee + P.claim_bond / 2 + P.provider_bond / 2,
+    DEVNET_FUNDING.referee - referee_txs * P.fee + P.claim_bond / 2 + P.claim_bond / 2 + P.provider_bond / 2,
   );
   // Paid inference: two answers from the provider, one from the forging provider whose first response the
   // referee got refuted (its bond slashed) and whose honest retry settled; nothing minted for any of them.
@@ -83,7 +119,11 @@ function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): vo
   // its proposal bond back (it paid one fee).
   const c = s.cohort!;
   equal(c.voters.length >= 3, true, String(c.voters));
-  assertEquals([c.documents, c.steps, c.position], [{ retention: 32, fresh: 32, train: 128 }, 64, settled]);
+  assertEquals([c.documents, c.steps, c.position], [
+    { retention: 32, fresh: 32, train: 128 },
+    settled,
+    settled,
+  ]);
   equal(s.trained_on_admitted, true);
   const rejectedAt = steps;
   assertEquals(
@@ -93,17 +133,23 @@ function checkScenario(s: DevnetSummary, steps: number, referee_txs: number): vo
   assertEquals(balance.curator, DEVNET_FUNDING.curator - P.fee);
 }
 
-Deno.test("deno task devnet --steps 3 trains 3 honest steps, gets a forged optimizer update rejected with the slash, trains 2 more and every validator agrees", async () => {
+Deno.test("deno task devnet --steps 3 trains a 3-step cohort with a forged optimizer update rejected, evaluates it with a forged score rejected, the gate decides and every validator agrees", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "devnet-e2e-" });
   try {
     const run = await runDevnet(`${tmp}/devnet`, ["--steps", "3"], { viaTask: true });
     equal(run.code, 0, run.stderr.slice(-30).join("\n"));
     // stage 1 holds two blocks: its two components, its input activation and its incoming gradient are
     // uploaded (one chunk each) and sealed, then challenge and resolve: 10 referee transactions; the forged
-    // answer's head needs the embedding (3 chunks), the final norm and the final hidden state: 10 more.
-    checkScenario(run.summary!, 3, 20);
-    equal(run.stderr.some((l) => /^\[forge\] step 4 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
+    // score's head and the forged answer's head each need the embedding (3 chunks), the final norm and the
+    // final hidden state: 10 more each.
+    await checkScenario(run.summary!, 3, REFEREE_TXS);
+    equal(run.stderr.some((l) => /^\[forge\] step 2 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
     equal(run.stderr.some((l) => /referee challenge .* stage 1: fraud \(optimizer update\)/.test(l)), true);
+    equal(run.stderr.some((l) => /^\[evaluate\] referee challenge .*: fraud \(window loss\)/.test(l)), true);
+    equal(
+      run.stderr.some((l) => /^\[evaluate\] decided [0-9a-f]{12}: (promoted|not promoted) \(gate\)$/.test(l)),
+      true,
+    );
     equal(await liveChildren(`${tmp}/devnet`), 0);
     const again = await runDevnet(`${tmp}/devnet`, []);
     equal(again.code, 0, again.stderr.slice(-30).join("\n"));
@@ -121,18 +167,18 @@ Deno.test("deno task devnet --steps 3 trains 3 honest steps, gets a forged optim
 
 Deno.test({
   name:
-    "a devnet SIGKILLed in the forged step resumes from the journals and ends in the state of an uninterrupted run",
+    "a devnet SIGKILLed in the dispute of the forged score resumes from the journals and ends in the state of an uninterrupted run",
   async fn() {
     const tmp = await Deno.makeTempDir({ prefix: "devnet-kill-" });
     const dir = `${tmp}/devnet`;
     try {
-      const first = await runDevnet(dir, ["--steps", "1"], { killAt: /^\[forge\] step 2 forward/ });
+      const first = await runDevnet(dir, ["--steps", "1"], { killAt: /^\[evaluate\] referee challenge/ });
       equal(first.killed, true, first.stderr.slice(-30).join("\n"));
       await until(async () => (await liveChildren(dir)) === 0); // the watchdog ends what the SIGKILLed devnet started
       const resumed = await runDevnet(dir, ["--steps", "1"]);
       equal(resumed.code, 0, resumed.stderr.slice(-30).join("\n"));
       equal(await liveChildren(dir), 0);
-      checkScenario(resumed.summary!, 1, 20);
+      await checkScenario(resumed.summary!, 1, REFEREE_TXS);
     } finally {
       await killLeftovers(dir);
       await Deno.remove(tmp, { recursive: true });
@@ -141,7 +187,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "the full devnet scenario (5 honest steps, the forge, 2 more) survives a SIGKILL in every phase",
+  name:
+    "the full devnet scenario (a 5-step cohort, the forged step, the evaluation) survives a SIGKILL in every phase",
   ignore: SLOW,
   async fn() {
     const tmp = await Deno.makeTempDir({ prefix: "devnet-slow-" });
@@ -149,10 +196,13 @@ Deno.test({
     try {
       for (
         const at of [
-          /^\[honest\] step 3 claim/,
-          /^\[forge\] step 6 update/,
+          /^\[honest\] step 2 claim/,
+          /^\[forge\] step 4 update/,
           /referee challenge/,
-          /^\[after\] step 7 open/,
+          /^\[after\] step 5 open/,
+          /^\[evaluate\] scored/,
+          /^\[evaluate\] referee challenge/,
+          /^\[evaluate\] finish/,
         ]
       ) {
         const r = await runDevnet(dir, [], { killAt: at });
@@ -160,7 +210,7 @@ Deno.test({
       }
       const last = await runDevnet(dir, []);
       equal(last.code, 0, last.stderr.slice(-30).join("\n"));
-      checkScenario(last.summary!, 5, 20);
+      await checkScenario(last.summary!, 5, REFEREE_TXS);
       equal(await liveChildren(dir), 0);
     } finally {
       await killLeftovers(dir);

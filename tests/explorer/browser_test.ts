@@ -88,7 +88,7 @@ async function devnetWithExplorer(dir: string): Promise<{
   summary.catch(() => {}); // awaited below; a devnet that fails is reported there, not as an uncaught error
   let buf = "";
   let url: string | null = null;
-  const timeout = setTimeout(() => child.kill("SIGKILL"), 280_000);
+  const timeout = setTimeout(() => child.kill("SIGKILL"), 900_000);
   for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
     buf += chunk;
     const lines = buf.split("\n");

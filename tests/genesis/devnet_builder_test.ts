@@ -7,16 +7,17 @@ import { loadCodec } from "../../text/codec.ts";
 import { loadKeyFile } from "../../ledger/keys.ts";
 import { genesisId, parseGenesis } from "../../genesis/schema.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
-import { DEVNET_FUNDING, DEVNET_GENESIS_TIME, ensureDevnet } from "../../genesis/devnet_builder.ts";
+import {
+  DEVNET_BUILD_PARAMS,
+  DEVNET_FUNDING,
+  DEVNET_GENESIS_TIME,
+  ensureDevnet,
+} from "../../genesis/devnet_builder.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
 import { sha256Hex } from "../../core/digest.ts";
 import { loadSourcesFile } from "../../actors/curator/config.ts";
 import { loadReviewPolicy } from "../../actors/curator/auto_review.ts";
-import {
-  DEVNET_CURATOR_WINDOWS,
-  DEVNET_STEPS_PER_COHORT,
-  devnetSourceFiles,
-} from "../../genesis/devnet/sources.ts";
+import { DEVNET_CURATOR_WINDOWS, devnetSourceFiles } from "../../genesis/devnet/sources.ts";
 
 const contents = devnetContents();
 
@@ -29,14 +30,14 @@ Deno.test("the devnet build writes a data-lifecycle genesis, funded 0600 keys, t
   try {
     const dir = `${tmp}/devnet`;
     const lines: string[] = [];
-    const d = await ensureDevnet({ dir }, (l) => lines.push(l));
+    const d = await ensureDevnet({ dir, stepsPerCohort: 7 }, (l) => lines.push(l));
     assertEquals(d.built, true);
     const value = parseJson(await Deno.readTextFile(d.genesisPath));
     const g = parseGenesis(value);
     assertEquals(d.genesisId, genesisId(value));
     assertEquals([g.genesis_time, g.params, g.consensus.block_interval_ms], [
       DEVNET_GENESIS_TIME,
-      { ...DEVNET_PARAMS, steps_per_cohort: DEVNET_STEPS_PER_COHORT },
+      { ...DEVNET_PARAMS, ...DEVNET_BUILD_PARAMS, steps_per_cohort: 7 },
       1_000,
     ]);
     assertEquals(g.training!.root, contents.model.root);
@@ -73,15 +74,18 @@ Deno.test("the devnet build writes a data-lifecycle genesis, funded 0600 keys, t
     const balance = new Map(g.accounts.map((a) => [a.id, a.balance]));
     assertEquals(balance.get(d.accounts.sponsor!), DEVNET_FUNDING.sponsor);
     assertEquals(balance.get(d.accounts.referee!), DEVNET_FUNDING.referee);
+    assertEquals(balance.get(d.accounts.evaluator!), DEVNET_FUNDING.evaluator);
     assertEquals(balance.get(d.accounts.curator!), DEVNET_FUNDING.curator);
     for (const w of ["worker-0", "worker-1", "worker-2", "forger"]) {
       assertEquals(balance.get(d.accounts[w]!), DEVNET_FUNDING.worker);
     }
     assertEquals(g.validators.map((v) => v.owner), [0, 1, 2, 3].map((i) => d.accounts[`validator-${i}`]));
-    for (const home of [...d.workers, d.forger, d.sponsor, d.referee, d.curator]) {
+    for (const home of [...d.workers, d.forger, d.sponsor, d.referee, d.evaluator, d.curator]) {
       assertEquals([await mode(`${home}/account.key`), await mode(`${home}/token`)], [0o600, 0o600]);
     }
-    for (const home of [...d.validators, ...d.workers, d.forger, d.sponsor, d.referee, d.curator]) {
+    for (
+      const home of [...d.validators, ...d.workers, d.forger, d.sponsor, d.referee, d.evaluator, d.curator]
+    ) {
       const store = new ObjectStore(`${home}/objects`);
       for (const root of contents.objects.keys()) assertEquals(await store.has(root), true);
     }

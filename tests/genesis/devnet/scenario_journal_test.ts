@@ -5,6 +5,7 @@ import {
   loadScenario,
   newScenario,
   saveScenario,
+  scenarioFor,
   targetSteps,
 } from "../../../genesis/devnet/scenario_journal.ts";
 import { progressLine } from "../../../genesis/devnet/scenario.ts";
@@ -63,6 +64,19 @@ Deno.test("the sponsor is told N settled steps for the honest phase, N+1 with th
   assertEquals(s.phase, "cohort"); // a new scenario admits a cohort first
   assertEquals(["cohort", "honest", "forge", "after"].map((p) => targetSteps(s, p as never)), [0, 5, 6, 7]);
   assertEquals(targetSteps(newScenario(3, false), "after"), 3);
+});
+
+Deno.test("a cohort of N steps is forged before its last two (its first when N < 3) and every step settles", () => {
+  const split = (n: number, forge: boolean) => {
+    const s = scenarioFor(n, forge);
+    return [s.steps, s.after, targetSteps(s, "forge"), targetSteps(s, "evaluate")];
+  };
+  assertEquals(split(5, true), [3, 2, 4, 5]);
+  assertEquals(split(3, true), [1, 2, 2, 3]);
+  assertEquals(split(2, true), [0, 2, 1, 2]);
+  assertEquals(split(1, true), [0, 1, 1, 1]);
+  assertEquals(split(4, false), [4, 0, 4, 4]);
+  assertEquals(scenarioFor(5, true).phase, "cohort");
 });
 
 Deno.test("progress lines show the sponsor's step, phase, height and loss and the referee's challenges only", () => {
