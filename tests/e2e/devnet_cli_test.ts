@@ -22,8 +22,8 @@ Deno.test("deno task devnet --help names every option; bad options exit 2 and bu
   try {
     for (
       const [args, message] of [
-        [["--steps", "0"], "error: --steps is 0, expected an integer from 1 to 1000"],
-        [["--steps", "two"], "error: --steps is two, expected an integer from 1 to 1000"],
+        [["--steps", "0"], "error: --steps is 0, expected an integer from 1 to 64"],
+        [["--steps", "two"], "error: --steps is two, expected an integer from 1 to 64"],
         [["--fast"], "error: Unknown option '--fast'"],
         [["go"], "error: unexpected argument go"],
       ] as const

@@ -71,9 +71,10 @@ export async function startEvaluationNetwork(options: { forge?: string } = {}): 
     ],
   });
   const genesis = parseJson(await Deno.readTextFile(genesisPath)) as { params: Record<string, number> };
-  // A wider challenge window than the devnet's 6 blocks, so a referee on a loaded machine still makes it.
-  genesis.params.challenge_blocks = 12;
-  genesis.params.min_inference_blocks = 13;
+  // A wider challenge window than DEVNET_PARAMS' 6 blocks (6 s at 150 ms blocks), so a referee on a loaded
+  // machine still checks the forged one of four scores the evaluator submits in one block.
+  genesis.params.challenge_blocks = 40;
+  genesis.params.min_inference_blocks = 41;
   genesis.params.steps_per_cohort = 1;
   genesis.params.activation_blocks = 2;
   await Deno.writeTextFile(genesisPath, canonical(genesis as unknown as JsonValue) + "\n");
