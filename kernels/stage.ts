@@ -46,24 +46,32 @@ export interface StageForward {
   readonly caches: BlockCache[];
 }
 
-/** Runs a stage forward. `input` is null on stage 0 (it embeds `shape.ids`), else the previous output. */
+/**
+ * Runs a stage forward. `input` is null on stage 0 (it embeds `shape.ids`), else the previous output.
+ * `onOutput`, when given, sees the embedding's output (name `embed`) and then each block's output, in order
+ * (the block-boundary commitments of PROTOCOL §10.4); the rest of the stage runs on what it leaves there
+ * (only a forger, `boundary.ts`, changes it).
+ */
 export function stageForward(
   shape: StepShape,
   partition: readonly string[],
   components: Record<string, Tensors>,
   input: Float32Array | null,
+  onOutput?: (name: string, y: Float32Array) => void,
 ): StageForward {
   const { config: c, B, T } = shape;
   let x = partition.includes("embed")
     ? embeddingForward(components.embed![EMBED_TENSOR]!.data, shape.ids, c.vocab_size, c.hidden_size)
     : input!;
   assertFinite(x, "stage input");
+  if (partition.includes("embed")) onOutput?.("embed", x);
   const caches: BlockCache[] = [];
   for (const name of partition) {
     if (blockIndex(name) < 0) continue;
     const r = blockForward(x, components[name]!, c, B, T, shape.tables);
     caches.push(r.cache);
     x = r.y;
+    onOutput?.(name, x);
   }
   return { output: x, caches };
 }
@@ -80,6 +88,8 @@ export interface BackwardOptions {
    * added into in place: neither can be used again afterwards.
    */
   readonly consume?: boolean;
+  /** Called with the gradient of each block's input as soon as it exists (only a forger changes it). */
+  readonly onGradient?: (name: string, dx: Float32Array) => void;
 }
 
 /** Runs a stage backward from the gradient of its output; `head` is required on stage 0. */
@@ -103,6 +113,7 @@ export function stageBackward(
     const r = blockBackward(dy, forward.caches[i]!, components[name]!, c, B, T, shape.tables);
     if (options.consume) (forward.caches as (BlockCache | undefined)[])[i] = undefined;
     grads[name] = keep(name, r.grads);
+    options.onGradient?.(name, r.dx);
     dy = r.dx;
   }
   if (!partition.includes("embed")) return { gradientIn: dy, grads };
@@ -125,7 +136,20 @@ export function stageBackward(
 
 /** Σ grad² in float64 over the partition's components (in partition order, tensors by name). */
 export function normSquared(partition: readonly string[], grads: Record<string, Tensors>): number {
-  let total = 0;
+  return normSquaredFrom(0, partition, grads);
+}
+
+/**
+ * `normSquared` continued from the running total `start`: the same additions in the same order, so a
+ * stage's sum taken component by component (`normSquaredFrom(previous, [name], grads)`) has exactly the
+ * bits of the sum over the whole stage (PROTOCOL §10.4, block-boundary commitments).
+ */
+export function normSquaredFrom(
+  start: number,
+  partition: readonly string[],
+  grads: Record<string, Tensors>,
+): number {
+  let total = start;
   for (const name of partition) {
     const tensors = grads[name]!;
     for (const t of Object.keys(tensors).sort(compareCodePoints)) {

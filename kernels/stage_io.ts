@@ -25,6 +25,7 @@
  */
 import { ProtocolError } from "../core/errors.ts";
 import { type Batch, batchArrays, validateBatch } from "./batch.ts";
+import { type BoundaryOptions, BoundaryRoots } from "./boundary.ts";
 import { headDim, type ModelConfig } from "./config.ts";
 import { headForwardBackward, type HeadResult } from "./head.ts";
 import { readComponent } from "./manifest.ts";
@@ -48,16 +49,25 @@ export interface StageSetup {
   /** The canonical safetensors bytes of every component of the partition. */
   readonly components: Record<string, Uint8Array>;
   readonly batch: Batch;
+  /** What the block-boundary commitments also do (keep the files, forge; default: only hash). */
+  readonly boundaries?: BoundaryOptions;
 }
 
 /** One stage of one step, holding what its later phases need. */
 export interface OpenStage {
   /** Runs the stage forward; `input` is null on stage 0, else the previous stage's output file. */
   forward(input: Uint8Array | null): Uint8Array;
+  /** After `forward`: the embedding's output root (stage 0, else null) and each block's output root. */
+  forwardBoundaries(): { embedding: string | null; outputs: string[] };
   /** Stage 0 only: final norm, head and loss on the last stage's output; returns the loss and head gradient. */
   head(headInput: Uint8Array): { loss: number; headGradient: Uint8Array };
   /** Backward from the gradient of the stage's output: the gradient of its input (null on stage 0). */
-  backward(gradientOut: Uint8Array): { gradientIn: Uint8Array | null; normSquared: number };
+  backward(gradientOut: Uint8Array): {
+    gradientIn: Uint8Array | null;
+    normSquared: number;
+    /** The block-boundary commitments of the backward (PROTOCOL §10.4), see `BoundaryRoots.backward`. */
+    boundaries: { head: string | null; blocks: { gradient_in: string; norm_squared: string }[] };
+  };
   /** The updated components' files with the global scale. */
   update(learningRate: number, scale: number): Record<string, Uint8Array>;
 }
@@ -97,13 +107,20 @@ export function openStage(setup: StageSetup): OpenStage {
       throw e;
     }
   };
+  let bounds = new BoundaryRoots(act, setup.boundaries);
   return {
     forward(input) {
       if (isHead !== (input === null)) {
         throw order(isHead ? "stage 0 embeds the batch" : "an input activation is needed");
       }
-      fwd = stageForward(shape, partition, components, input ? readValue(input, act).data : null);
+      bounds = new BoundaryRoots(act, setup.boundaries);
+      const x = input ? readValue(input, act).data : null;
+      fwd = stageForward(shape, partition, components, x, bounds.onOutput);
       return writeValue({ shape: act, data: fwd.output });
+    },
+    forwardBoundaries() {
+      if (!bounds.forwarded) throw order("the boundaries need the forward first");
+      return bounds.forward(partition);
     },
     head(headInput) {
       if (!isHead) throw order("only stage 0 runs the head");
@@ -131,12 +148,14 @@ export function openStage(setup: StageSetup): OpenStage {
         return stageBackward(shape, partition, components, forward, dy, headResult, {
           keep: files.keep,
           consume: true,
+          onGradient: bounds.onGradient,
         });
       });
       grads = r.grads;
       return {
         gradientIn: r.gradientIn ? writeValue({ shape: act, data: r.gradientIn }) : null,
         normSquared: normSquared(partition, r.grads),
+        boundaries: bounds.backward(partition, r.grads),
       };
     },
     update(learningRate, scale) {

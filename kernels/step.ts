@@ -15,6 +15,7 @@ import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
 import { id, sha256Hex } from "../core/digest.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { type Batch, batchArrays, validateBatch } from "./batch.ts";
+import { boundaryFields, BoundaryRoots, stageBoundaries } from "./boundary.ts";
 import { headDim } from "./config.ts";
 import { headForwardBackward, type HeadResult } from "./head.ts";
 import type { Manifest } from "./manifest.ts";
@@ -78,9 +79,10 @@ export function trainStep(input: StepInput): StepOutput {
 
   const forwards: (StageForward | undefined)[] = [];
   const outputs: string[] = [];
+  const bounds = partitions.map(() => new BoundaryRoots(act));
   let x: Float32Array | null = null;
   for (let i = 0; i < S; i++) {
-    forwards[i] = stageForward(shape, partitions[i]!, model.components, x);
+    forwards[i] = stageForward(shape, partitions[i]!, model.components, x, bounds[i]!.onOutput);
     x = forwards[i]!.output;
     outputs[i] = put(writeValue({ shape: act, data: x }));
   }
@@ -110,6 +112,7 @@ export function trainStep(input: StepInput): StepOutput {
     const r = stageBackward(shape, partitions[i]!, model.components, forwards[i]!, g, i === 0 ? head : null, {
       keep: files.keep,
       consume: true,
+      onGradient: bounds[i]!.onGradient,
     });
     forwards[i] = undefined;
     if (i === 0) head = null;
@@ -121,6 +124,7 @@ export function trainStep(input: StepInput): StepOutput {
     }
   }
   const norms = partitions.map((p, i) => normSquared(p, grads[i]!));
+  const backs = partitions.map((p, i) => bounds[i]!.backward(p, grads[i]!));
   const scale = clipScale(norms, input.clip);
 
   const components: Record<string, Tensors> = { ...model.components };
@@ -162,6 +166,7 @@ export function trainStep(input: StepInput): StepOutput {
     learning_rate: lr,
     scale: sc,
     components: roots[i]!,
+    ...boundaryFields(stageBoundaries(p, bounds[i]!.forward(p), backs[i]!, roots[i]!)),
   }));
   const traceRoots = traces.map((t) => put(canonicalBytes(t)));
   const record: StepRecord = {

@@ -7,8 +7,9 @@
  * components}`: `input` is the batch root on stage 0 and the previous stage's output otherwise;
  * `gradient_out` is the gradient of the stage's output (received), `gradient_in` the gradient of its input
  * (sent back; null on stage 0); the head fields are present on stage 0 only; floats are hex floats;
- * `components` maps the partition to the updated component roots. The record is `{parent, model_root, batch,
- * step, traces (trace ids), norms, clip, learning_rate, scale, loss}`.
+ * `components` maps the partition to the updated component roots; `blocks` (and on stage 0 `embedding` and
+ * `head_norm_squared`) are the block-boundary commitments of `boundary.ts`. The record is `{parent,
+ * model_root, batch, step, traces (trace ids), norms, clip, learning_rate, scale, loss}`.
  *
  * @example
  * ```ts
@@ -21,6 +22,7 @@ import { id } from "../core/digest.ts";
 import { reject, type Rejection } from "../core/errors.ts";
 import { fromHexFloat, toHexFloat } from "../core/hex_float.ts";
 import { isRoot } from "../core/hex.ts";
+import { type BlockCommitment, blocksOf } from "./boundary.ts";
 import type { Manifest } from "./manifest.ts";
 import { blockIndex } from "./model.ts";
 import { clipScale } from "./stage.ts";
@@ -42,6 +44,12 @@ export interface StageTrace {
   readonly learning_rate: string;
   readonly scale: string;
   readonly components: Record<string, string>;
+  /** One commitment per transformer block of the partition, in order. */
+  readonly blocks: BlockCommitment[];
+  /** Stage 0: the root of the embedding's output (the first block's input). */
+  readonly embedding?: string;
+  /** Stage 0: the running squared-gradient sum through `embed` and `norm`. */
+  readonly head_norm_squared?: string;
 }
 
 /** The committed record of a whole step. */
@@ -77,10 +85,12 @@ function traceShapeError(t: StageTrace, i: number): string | null {
   const head = i === 0;
   const keys = Object.keys(t).sort().join(",");
   const want = [
+    "blocks",
     "components",
+    ...(head ? ["embedding"] : []),
     "gradient_in",
     "gradient_out",
-    ...(head ? ["head_gradient", "head_input"] : []),
+    ...(head ? ["head_gradient", "head_input", "head_norm_squared"] : []),
     "input",
     "learning_rate",
     ...(head ? ["loss"] : []),
@@ -98,7 +108,10 @@ function traceShapeError(t: StageTrace, i: number): string | null {
     if (!isRoot(t[f])) return `trace ${i} ${f} is not a root`;
   }
   if (head ? t.gradient_in !== null : !isRoot(t.gradient_in)) return `trace ${i} gradient_in is wrong`;
-  if (head && (!isRoot(t.head_input) || !isRoot(t.head_gradient) || !hexOk(t.loss))) {
+  if (
+    head && (!isRoot(t.head_input) || !isRoot(t.head_gradient) || !hexOk(t.loss) || !isRoot(t.embedding) ||
+      !hexOk(t.head_norm_squared))
+  ) {
     return "trace 0 head fields are malformed";
   }
   for (const f of ["norm_squared", "learning_rate", "scale"] as const) {
@@ -108,6 +121,68 @@ function traceShapeError(t: StageTrace, i: number): string | null {
   const names = Object.keys(t.components ?? {});
   if (names.length !== t.partition.length || !t.partition.every((n) => isRoot(t.components[n]))) {
     return `trace ${i} components do not match its partition`;
+  }
+  return blocksShapeError(t, i);
+}
+
+const BLOCK_KEYS = "component,gradient_in,norm_squared,output";
+
+function blocksShapeError(t: StageTrace, i: number): string | null {
+  const names = blocksOf(t.partition);
+  if (!Array.isArray(t.blocks) || t.blocks.length !== names.length) {
+    return `trace ${i} has ${
+      Array.isArray(t.blocks) ? t.blocks.length : "no"
+    } block commitments for ${names.length} blocks`;
+  }
+  for (let j = 0; j < names.length; j++) {
+    const b = t.blocks[j] as unknown as Record<string, unknown>;
+    if (
+      b === null || typeof b !== "object" || Array.isArray(b) ||
+      Object.keys(b).sort().join(",") !== BLOCK_KEYS
+    ) {
+      return `trace ${i} block ${j} has fields ${
+        b && typeof b === "object" ? Object.keys(b).sort().join(",") : b
+      }`;
+    }
+    if (!isRoot(b.output) || !isRoot(b.gradient_in) || !isRoot(b.component) || !hexOk(b.norm_squared)) {
+      return `trace ${i} block ${j} commitments are malformed`;
+    }
+  }
+  return null;
+}
+
+/**
+ * The chain of a stage's block-boundary commitments (PROTOCOL §10.4): the last block's output is the stage's
+ * output (stage 0 without blocks: the embedding is), the first block's input gradient is the stage's
+ * (past stage 0), each block's component is the stage's component of that name, and the running sums never
+ * decrease, start at zero or above and end at the stage's norm (stage 0: the head sum first).
+ */
+export function boundaryChainError(t: StageTrace, i: number): string | null {
+  const names = blocksOf(t.partition), n = names.length;
+  const last = n === 0 ? t.embedding : t.blocks[n - 1]!.output;
+  if (last !== t.output) return `stage ${i}'s last block output is not the stage's output`;
+  if (i > 0 && (n === 0 || t.blocks[0]!.gradient_in !== t.gradient_in)) {
+    return `stage ${i}'s first block input gradient is not the stage's gradient_in`;
+  }
+  for (let j = 0; j < n; j++) {
+    if (t.blocks[j]!.component !== t.components[names[j]!]) {
+      return `stage ${i} block ${j} component is not the stage's ${names[j]}`;
+    }
+  }
+  let previous = i === 0 ? fromHexFloat(t.head_norm_squared!) : 0;
+  if (!(previous >= 0)) return `stage ${i}'s head squared norm is ${t.head_norm_squared}`;
+  for (let j = 0; j < n; j++) {
+    const v = fromHexFloat(t.blocks[j]!.norm_squared);
+    if (!(v >= previous)) {
+      return `stage ${i} block ${j} running squared norm ${
+        t.blocks[j]!.norm_squared
+      } is below the one before it`;
+    }
+    previous = v;
+  }
+  const total = n === 0 ? t.head_norm_squared! : t.blocks[n - 1]!.norm_squared;
+  if (total !== t.norm_squared) {
+    return `stage ${i}'s block sums end at ${total}, the stage's norm is ${t.norm_squared}`;
   }
   return null;
 }
@@ -170,6 +245,8 @@ export function checkRecord(
       return fail(`trace ${i} lr or scale differ`);
     }
     if (t.norm_squared !== record.norms[i]) return fail(`norm ${i} is not trace ${i}'s`);
+    const chain = boundaryChainError(t, i);
+    if (chain) return fail(chain);
     const input = i === 0 ? record.batch : traces[i - 1]!.output;
     if (t.input !== input) {
       return fail(`stage ${i} input is not ${i === 0 ? "the batch" : `stage ${i - 1}'s output`}`);

@@ -13,7 +13,8 @@ fetches each claim's
 objects from the workers (or the chain's sealed uploads), replays every stage with the deterministic
 kernels (a growth: the grown manifest from the parent's last block; a response: each partition of its
 prefill and its head, from the pinned model in DIR/objects) and, on a mismatch, files a
-fraud challenge, uploads the stage's needed objects in 1 MiB chunks, seals them and calls resolve; an object
+fraud challenge (on a training step naming the first forged block and phase), uploads the objects the
+challenge needs (of a training step: that block's only) in 1 MiB chunks, seals them and calls resolve; an object
 nobody serves gets an availability challenge. Every check and challenge is journaled in DIR/journal.sqlite.
 
 Prints "account <id>", then one line per claim, verdict, challenge and outcome, and a status line

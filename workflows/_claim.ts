@@ -32,6 +32,10 @@ export type Challenge = {
   readonly owner: string;
   readonly kind: "fraud" | "availability";
   readonly stage: number;
+  /** A pinpointed fraud challenge's block (an index in the stage, or stage 0's `"head"`); else null. */
+  readonly block: number | "head" | null;
+  /** A pinpointed fraud challenge's phase; else null. */
+  readonly phase: "forward" | "backward" | "update" | null;
   readonly object_root: string | null;
   readonly bond: number;
   /** Roots that must be sealed, sorted. */
@@ -60,6 +64,8 @@ export type ChallengeEvent = {
   readonly sender: string;
   readonly kind: "fraud" | "availability";
   readonly stage: number;
+  readonly block: number | "head" | null;
+  readonly phase: "forward" | "backward" | "update" | null;
   readonly object_root: string | null;
   readonly needed: readonly string[];
 };
@@ -217,6 +223,8 @@ function challenge(claim: Claim, ev: ChallengeEvent, h: number, p: WorkflowParam
     owner: ev.sender,
     kind: ev.kind,
     stage: ev.stage,
+    block: ev.block,
+    phase: ev.phase,
     object_root: ev.object_root,
     bond: p.challenge_bond,
     needed: [...ev.needed],

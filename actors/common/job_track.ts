@@ -32,7 +32,8 @@ import { ProtocolError } from "../../core/errors.ts";
 import type { Manifest } from "../../kernels/manifest.ts";
 import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
 import { txid } from "../../ledger/envelope.ts";
-import { claimObjects, neededForStage } from "../../ledger/training/claim_check.ts";
+import { blockNeeded } from "../../kernels/block_referee.ts";
+import { claimObjects } from "../../ledger/training/claim_check.ts";
 import { decodeBase64Strict, workIdentity } from "../../ledger/training/wire.ts";
 import type { MachineEnv } from "../../workflows/machine.ts";
 import type { WorkflowParams } from "../../workflows/params.ts";
@@ -181,7 +182,7 @@ export class JobTrack {
       const p = await this.claimParts();
       let needed: string[] = [];
       if (body.challenge_kind === "fraud" && root === null && p.traces[stage] !== undefined) {
-        needed = neededForStage(p.parent, p.traces[stage]!, stage);
+        needed = blockNeeded(p.parent, p.traces[stage]!, stage, body.block, body.phase) ?? [];
       }
       if (
         body.challenge_kind === "availability" && root !== null && claimObjects(p.parent, p.traces).has(root)
@@ -193,6 +194,8 @@ export class JobTrack {
         sender,
         kind: body.challenge_kind as "fraud" | "availability",
         stage,
+        block: (body.block ?? null) as number | "head" | null,
+        phase: (body.phase ?? null) as "forward" | "backward" | "update" | null,
         object_root: root,
         needed,
       };

@@ -2,8 +2,9 @@
  * The referee's check of one stage of one claim (PROTOCOL §10.5): read the claim's record and trace from
  * its metadata, fetch the stage's inputs (parent components, input activation or head input, incoming
  * gradient) — from the referee's own store, the workers, or the chain's sealed uploads — keep them in the
- * store as evidence, and replay the stage with the kernels. The answer is `match`, `mismatch` (with what
- * was forged), `unavailable` (an object nobody serves, with its root) or `error` (the replay itself failed,
+ * store as evidence, and replay the stage with the kernels, comparing every block-boundary commitment. The
+ * answer is `match`, `mismatch` (with what was forged and, on a training stage, the first forged block and
+ * its phase, whose needed block-boundary files the replay computed and the store now keeps), `unavailable` (an object nobody serves, with its root) or `error` (the replay itself failed,
  * which never decides a dispute).
  *
  * @example
@@ -18,6 +19,7 @@ import { ProtocolError } from "../../core/errors.ts";
 import type { Batch } from "../../kernels/batch.ts";
 import { configFromJson } from "../../kernels/config.ts";
 import { blockName } from "../../kernels/model.ts";
+import { blockNeeded } from "../../kernels/block_referee.ts";
 import { replayGrowth, replayStage } from "../../kernels/referee.ts";
 import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
 import type { ChainClient } from "../common/chain.ts";
@@ -36,6 +38,9 @@ export interface StageVerdict extends JsonObject {
   what: string | null;
   root: string | null;
   message: string;
+  /** A training stage's mismatch: the first forged block (an index in the stage, or `"head"`) and its phase. */
+  block?: number | "head";
+  phase?: "forward" | "backward" | "update";
 }
 
 /** The claim's record and traces from the chain. */
@@ -112,8 +117,26 @@ export async function checkStage(src: CheckSources, claimId: string, stage: numb
     }
     bytes.set(root, b);
   }
-  const v = replayStage({ parent, batch, stage, trace, fetch: (r) => bytes.get(r) });
+  const boundaries = new Map<string, Uint8Array>();
+  const keep = (root: string, b: Uint8Array) => boundaries.set(root, b);
+  const v = replayStage({ parent, batch, stage, trace, fetch: (r) => bytes.get(r), keep });
   if (v.verdict === "match") return { verdict: "match", what: null, root: null, message: "" };
+  if (v.verdict === "mismatch" && v.block !== undefined && v.phase !== undefined) {
+    // Keep what the pinpointed challenge will upload: the block's input and incoming gradient were computed
+    // here (they match the committed roots, the forged block being the first that differs).
+    for (const root of blockNeeded(parent, trace, stage, v.block, v.phase) ?? []) {
+      const b = boundaries.get(root);
+      if (b !== undefined && !(await src.store.has(root))) await src.store.put(b);
+    }
+    return {
+      verdict: "mismatch",
+      what: v.what,
+      root: null,
+      message: v.message,
+      block: v.block,
+      phase: v.phase,
+    };
+  }
   if (v.verdict === "mismatch") return { verdict: "mismatch", what: v.what, root: null, message: v.message };
   return { verdict: "error", what: null, root: null, message: v.message };
 }

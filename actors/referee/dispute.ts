@@ -1,6 +1,7 @@
 /**
- * The referee's dispute of one stage (PROTOCOL §5): challenge the claim (fraud on a mismatch, availability
- * for an object nobody serves) when no challenge is live; once its own fraud challenge is live, upload and
+ * The referee's dispute of one stage (PROTOCOL §5): challenge the claim (fraud on a mismatch, naming the
+ * first forged block and its phase on a training stage; availability for an object nobody serves) when no
+ * challenge is live; once its own fraud challenge is live, upload and
  * seal every needed object in 1 MiB chunks; once everything is sealed, `resolve`. Each call does the next
  * thing only, so the referee's pass loop drives a dispute one transaction batch at a time and a restarted
  * referee continues from the chain's state and its journaled submissions.
@@ -40,13 +41,17 @@ export async function dispute(
         stage,
         challenge_kind: fraud ? "fraud" : "availability",
         object_root: fraud ? null : v.root,
+        block: fraud ? v.block ?? null : null,
+        phase: fraud ? v.phase ?? null : null,
       }));
     setup.emit({
       event: "challenge",
       claim_id: claimId,
       stage,
       detail: s.status === "committed"
-        ? `${fraud ? "fraud" : "availability"} (${v.what ?? v.root})`
+        ? `${fraud ? "fraud" : "availability"} (${v.what ?? v.root}${
+          v.block === undefined ? "" : `, block ${v.block} ${v.phase}`
+        })`
         : `refused: ${s.code} ${s.message}`,
     });
     return;

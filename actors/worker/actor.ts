@@ -111,9 +111,15 @@ export function workerActor(deps: WorkerDeps) {
         if ((inRoot === null) !== (o.stage === 0)) throw bad("Cannot compute: only stage 0 has no input");
         const stage = await cache.ensure(o, "forward", {});
         let out = stage.forward(inRoot === null ? null : await cache.bytes(inRoot, "input activation"));
+        const b = stage.forwardBoundaries();
         cache.mark(o, "forward");
         if (forge === "forward") out = flipFirstElement(out);
-        return { output: await store.put(out) };
+        const output = await store.put(out);
+        // The stage's output is its last block's (or, without blocks, the embedding's): a forged output is
+        // committed as that block's too, so the record stays graph-consistent.
+        if (b.outputs.length > 0) b.outputs[b.outputs.length - 1] = output;
+        else b.embedding = output;
+        return { output, embedding: b.embedding, outputs: b.outputs };
       },
       async head(ctx: OperationContext, input: JsonValue) {
         const p = phaseInput(input, ["head_input"]);
@@ -134,11 +140,19 @@ export function workerActor(deps: WorkerDeps) {
         cache.mark(o, "backward");
         let norm = toHexFloat(r.normSquared);
         let gradIn = r.gradientIn;
+        const { head, blocks } = r.boundaries;
+        let headNorm = head;
         if (forge === "backward") {
-          if (gradIn === null) norm = nudgeHexFloat(norm);
-          else gradIn = flipFirstElement(gradIn);
+          // Forged consistently: the stage's norm is its last running sum, its gradient_in its first block's.
+          if (gradIn === null) {
+            norm = nudgeHexFloat(norm);
+            if (blocks.length > 0) blocks[blocks.length - 1]!.norm_squared = norm;
+            else headNorm = norm;
+          } else gradIn = flipFirstElement(gradIn);
         }
-        return { gradient_in: gradIn === null ? null : await store.put(gradIn), norm_squared: norm };
+        const gradientIn = gradIn === null ? null : await store.put(gradIn);
+        if (gradientIn !== null) blocks[0]!.gradient_in = gradientIn;
+        return { gradient_in: gradientIn, norm_squared: norm, head_norm_squared: headNorm, blocks };
       },
       async update(ctx: OperationContext, input: JsonValue) {
         const p = phaseInput(input, ["norms", "clip"]);

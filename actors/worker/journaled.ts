@@ -12,6 +12,7 @@
  */
 import { decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
+import { boundaryFields, stageBoundaries } from "../../kernels/boundary.ts";
 import type { StageTrace } from "../../kernels/trace.ts";
 import type { QueryContext } from "../runtime/durable.ts";
 import { type OpenSession, operationOf, parseOpen, type Position } from "./session.ts";
@@ -89,6 +90,22 @@ export function traceOf(
   const gOut = (decodeCanonical(backOp.input!) as PhaseInput).input.gradient_out as string;
   const back = need<string | null>(recorded(ctx, o.session, o.step, "backward"), "backward");
   let head = {};
+  const fwdBlocks = fwd.outputs as unknown as string[] | undefined;
+  const backBlocks = back.blocks as unknown as { gradient_in: string; norm_squared: string }[] | undefined;
+  if (!Array.isArray(fwdBlocks) || !Array.isArray(backBlocks)) {
+    throw new ProtocolError(
+      "invalid_transition",
+      `Cannot assemble the trace of session ${o.session}: its phases were journaled without block commitments`,
+    );
+  }
+  const boundaries = boundaryFields(
+    stageBoundaries(
+      o.partition,
+      { embedding: (fwd.embedding ?? null) as string | null, outputs: fwdBlocks },
+      { head: (back.head_norm_squared ?? null) as string | null, blocks: backBlocks },
+      components,
+    ),
+  );
   if (o.stage === 0) {
     const headOp = ctx.operation(operationOf(o.session, o.step, "head"))!;
     const h = need<string>(recorded(ctx, o.session, o.step, "head"), "head");
@@ -112,5 +129,6 @@ export function traceOf(
     learning_rate: o.learning_rate,
     scale,
     components,
+    ...boundaries,
   };
 }

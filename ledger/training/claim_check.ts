@@ -131,13 +131,3 @@ export function claimObjects(parent: Manifest, traces: readonly StageTrace[]): S
   }
   return out;
 }
-
-/**
- * The objects a fraud challenge of `stage` needs (§5): the stage's parent components, its committed input
- * activation (the head input on stage 0, whose input is the batch) and its incoming gradient, sorted, unique.
- */
-export function neededForStage(parent: Manifest, trace: StageTrace, stage: number): string[] {
-  const roots = trace.partition.map((n) => parent.components[n]!);
-  roots.push(stage === 0 ? trace.head_input! : trace.input, trace.gradient_out);
-  return [...new Set(roots)].sort();
-}

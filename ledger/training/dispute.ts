@@ -1,19 +1,20 @@
 /**
  * What a dispute over the pending claim needs from ledger state: the objects a challenge may name, the objects
  * a fraud challenge needs sealed, and the referee's verdict computed on the sealed bytes alone (§10.5, §5.3).
- * A training claim's stage is replayed with `replayStage`; a growth with `replayGrowth` from the parent's last
- * block. The verdict depends only on the sealed bytes, the claim's committed metadata and genesis.
+ * A training claim's challenged block is replayed with `replayBlock`; a growth with `replayGrowth` from the
+ * parent's last block. The verdict depends only on the sealed bytes, the claim's committed metadata and genesis.
  */
 import { Buffer } from "node:buffer";
 import type { JsonValue } from "../../core/canonical.ts";
 import { configFromJson } from "../../kernels/config.ts";
 import type { Manifest } from "../../kernels/manifest.ts";
 import { blockName } from "../../kernels/model.ts";
-import { replayGrowth, replayStage, type Verdict } from "../../kernels/referee.ts";
+import { blockNeeded, replayBlock } from "../../kernels/block_referee.ts";
+import { replayGrowth, type Verdict } from "../../kernels/referee.ts";
 import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
 import type { Challenge } from "../../workflows/_claim.ts";
 import { assignedBatch } from "../data/schedule.ts";
-import { claimObjects, neededForStage } from "./claim_check.ts";
+import { claimObjects } from "./claim_check.ts";
 import type { Job, TrainingView } from "./store.ts";
 
 /** The parts of a claimed job a dispute reads. */
@@ -49,11 +50,20 @@ export function disputeObjects(t: TrainingView, job: Job): Set<string> {
   return new Set([lastBlockRoot(p.parent), p.grown!.components[blockName(n)]!]);
 }
 
-/** The sorted objects a fraud challenge of `stage` needs sealed (a growth: the parent's last block only). */
-export function fraudNeeded(t: TrainingView, job: Job, stage: number): string[] {
+/**
+ * The sorted objects a fraud challenge needs sealed: of a training step, those of the named block and phase
+ * (`blockNeeded`; null when they name nothing of the stage); of a growth, the parent's last block only.
+ */
+export function fraudNeeded(
+  t: TrainingView,
+  job: Job,
+  stage: number,
+  block: unknown,
+  phase: unknown,
+): string[] | null {
   const p = parts(t, job);
   if (job.kind === "growth") return [lastBlockRoot(p.parent)];
-  return neededForStage(p.parent, p.traces[stage]!, stage);
+  return blockNeeded(p.parent, p.traces[stage]!, stage, block, phase);
 }
 
 /** Decodes a sealed object's chunks into its bytes. */
@@ -73,5 +83,14 @@ export function refereeVerdict(t: TrainingView, job: Job, c: Challenge): Verdict
   }
   if (job.state.status === "reserved") throw new Error(`Cannot referee job ${job.id}: it is not claimed`);
   const batch = assignedBatch(t, job.state.assignment);
-  return replayStage({ parent: p.parent, batch, stage: c.stage, trace: p.traces[c.stage]!, fetch });
+  const trace = p.traces[c.stage]!;
+  return replayBlock({
+    parent: p.parent,
+    batch,
+    stage: c.stage,
+    trace,
+    block: c.block!,
+    phase: c.phase!,
+    fetch,
+  });
 }

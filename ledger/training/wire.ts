@@ -10,7 +10,7 @@
  * |---|---|
  * | `reserve` | `parent` (learning root), `round` (training round), `workers` (1-64 account ids, stage order) |
  * | `claim` | `record_root`, `metadata` (ClaimMetadata), `workers`, `data_root`, `sequence_index` |
- * | `challenge` | `claim_id`, `stage`, `challenge_kind` (`"fraud"`, `"availability"`), `object_root` (null for fraud) |
+ * | `challenge` | `claim_id`, `stage`, `challenge_kind` (`"fraud"`, `"availability"`), `object_root` (null for fraud), `block`, `phase` (a training fraud challenge's block: an index in the stage or `"head"`, and `"forward"`, `"backward"` or `"update"`; null otherwise) |
  * | `upload` | `claim_id`, `object_root`, `index` (chunks so far), `data` (strict base64, 1 B-1 MiB) |
  * | `seal` | `claim_id`, `object_root` |
  * | `resolve` | `claim_id` |
@@ -48,7 +48,7 @@ export const RECEIPT_DOMAIN = "neuroshard/work/v1";
 export const TRAINING_TX_FIELDS = {
   reserve: ["parent", "round", "workers"],
   claim: ["record_root", "metadata", "workers", "data_root", "sequence_index"],
-  challenge: ["claim_id", "stage", "challenge_kind", "object_root"],
+  challenge: ["claim_id", "stage", "challenge_kind", "object_root", "block", "phase"],
   upload: ["claim_id", "object_root", "index", "data"],
   seal: ["claim_id", "object_root"],
   resolve: ["claim_id"],
@@ -78,6 +78,8 @@ export interface ChallengeFields extends JsonObject {
   stage: number;
   challenge_kind: "fraud" | "availability";
   object_root: string | null;
+  block: number | "head" | null;
+  phase: "forward" | "backward" | "update" | null;
 }
 /** `upload` fields. */
 export interface UploadFields extends JsonObject {

@@ -30,8 +30,31 @@ export const challenge: TrainingKind = {
     }
     const stage = body.stage as number;
     const valid = Number.isSafeInteger(stage) && stage >= 0 && stage < d.claim.stages;
+    const pinned = body.block !== null || body.phase !== null;
+    // A training fraud challenge names its block and phase; every other challenge names neither.
+    if (kind === "fraud" && d.pinpointed ? !pinned : pinned) {
+      return reject(
+        "invalid_challenge",
+        `Cannot challenge: block is ${JSON.stringify(body.block)} and phase ${
+          JSON.stringify(body.phase)
+        }, expected ${
+          kind === "fraud" && d.pinpointed ? "a block of the stage and a phase" : "null and null"
+        }`,
+      );
+    }
     let needed: string[] = [];
-    if (kind === "fraud" && valid && body.object_root === null) needed = d.fraudNeeded(stage);
+    if (kind === "fraud" && valid && body.object_root === null) {
+      const n = d.fraudNeeded(stage, body.block, body.phase);
+      if (n === null) {
+        return reject(
+          "invalid_challenge",
+          `Cannot challenge: block ${JSON.stringify(body.block)} phase ${
+            JSON.stringify(body.phase)
+          } is not a block and phase of stage ${stage}`,
+        );
+      }
+      needed = n;
+    }
     if (kind === "availability" && isRoot(body.object_root) && d.objects().has(body.object_root)) {
       needed = [body.object_root];
     }
@@ -40,6 +63,8 @@ export const challenge: TrainingKind = {
       sender: ctx.sender,
       kind,
       stage,
+      block: body.block as number | "head" | null,
+      phase: body.phase as "forward" | "backward" | "update" | null,
       object_root: (body.object_root ?? null) as string | null,
       needed,
     });

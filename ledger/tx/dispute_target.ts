@@ -32,8 +32,13 @@ export interface DisputeTarget {
   advance(event: ClaimEvent): HandlerResult;
   /** Every check of a `resolve` by `sender` (fraud challenge, all sealed, deadline) without the referee. */
   dryResolve(sender: string): HandlerResult;
-  /** The sorted objects a fraud challenge of `stage` needs. */
-  fraudNeeded(stage: number): string[];
+  /** Whether a fraud challenge names a block and phase (a training step's stages) or neither (the rest). */
+  readonly pinpointed: boolean;
+  /**
+   * The sorted objects a fraud challenge of `stage` (and, pinpointed, of `block` in `phase`) needs; null when
+   * the block and phase name nothing of the stage.
+   */
+  fraudNeeded(stage: number, block: unknown, phase: unknown): string[] | null;
   /** The objects an availability challenge may name. */
   objects(): Set<string>;
   /** The referee's verdict on the sealed bytes of the live fraud challenge. */
@@ -63,6 +68,7 @@ export function disputeTarget(
       claim: s.claim,
       advance: (event) => advanceInference(state, answered, event, env),
       dryResolve: (sender) => dry(inference.apply(s, { type: "resolve", sender, verdict: "match" }, env)),
+      pinpointed: false,
       fraudNeeded: (stage) => responseNeeded(answered, manifest, stage),
       objects: () => responseObjects(answered),
       verdict: (c) => responseVerdict(t, answered, manifest, c),
@@ -79,6 +85,7 @@ export function disputeTarget(
       advance: (event) => advanceScore(state, scored, event, env),
       dryResolve: (sender) =>
         dry(score.apply(scored.state, { type: "resolve", sender, verdict: "match" }, env)),
+      pinpointed: false,
       fraudNeeded: (stage) => scoreFraudNeeded(state, scored, stage),
       objects: () => scoreObjects(scored),
       verdict: (c) => scoreVerdict(t, scored, c),
@@ -101,7 +108,8 @@ export function disputeTarget(
           ? training.apply(job.state, { type: "resolve", sender, verdict: "match" }, env)
           : growth.apply(job.state, { type: "resolve", sender, verdict: "match" }, env),
       ),
-    fraudNeeded: (stage) => fraudNeeded(t, job, stage),
+    pinpointed: job.kind === "training",
+    fraudNeeded: (stage, block, phase) => fraudNeeded(t, job, stage, block, phase),
     objects: () => disputeObjects(t, job),
     verdict: (c) => refereeVerdict(t, job, c),
   };

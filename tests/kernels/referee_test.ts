@@ -34,13 +34,26 @@ Deno.test("referee: every stage of an honest step matches", () => {
   fixture.out.traces.forEach((t, i) => assert.deepEqual(replay(i, t), { verdict: "match" }));
 });
 
-Deno.test("referee: a forged output is named forward output", () => {
+/** `t` with its last block's commitments changed (the stage's own values are the last block's). */
+function lastBlock(t: StageTrace, change: Partial<StageTrace["blocks"][number]>): StageTrace["blocks"] {
+  return t.blocks.map((b, j) => j === t.blocks.length - 1 ? { ...b, ...change } : b);
+}
+
+Deno.test("referee: a forged output is named forward output, at the stage's last block", () => {
   for (const stage of [0, 1]) {
     const t = fixture.out.traces[stage]!;
     const f = forgedValue(t.output);
-    const v = replay(stage, { ...t, output: f.root }, f.objects);
+    const v = replay(stage, { ...t, output: f.root, blocks: lastBlock(t, { output: f.root }) }, f.objects);
     assert.equal(v.verdict === "mismatch" && v.what, "forward output");
+    assert.deepEqual([(v as { block?: unknown }).block, (v as { phase?: unknown }).phase], [0, "forward"]);
   }
+});
+
+Deno.test("referee: a forged embedding output is named forward output of stage 0's head", () => {
+  const t = fixture.out.traces[0]!;
+  const v = replay(0, { ...t, embedding: "ab".repeat(32) });
+  assert.equal(v.verdict === "mismatch" && v.what, "forward output");
+  assert.deepEqual([(v as { block?: unknown }).block, (v as { phase?: unknown }).phase], ["head", "forward"]);
 });
 
 Deno.test("referee: a forged loss on stage 0 is named head loss, a forged head gradient head gradient", () => {
@@ -63,29 +76,42 @@ Deno.test("referee: a forged loss on stage 0 is named head loss, a forged head g
 Deno.test("referee: a forged input gradient is named input gradient, a forged squared norm gradient norm", () => {
   const t = fixture.out.traces[2]!;
   const f = forgedValue(t.gradient_in!);
-  assert.equal(
-    (replay(2, { ...t, gradient_in: f.root }, f.objects) as { what?: string }).what,
-    "input gradient",
-  );
-  const norm = replay(2, { ...t, norm_squared: "0x1.0000000000000p-3" });
-  assert.equal(norm.verdict === "mismatch" && norm.what, "gradient norm");
+  const blocks = t.blocks.map((b, j) => j === 0 ? { ...b, gradient_in: f.root } : b);
+  const g = replay(2, { ...t, gradient_in: f.root, blocks }, f.objects);
+  assert.deepEqual([(g as { what?: string }).what, (g as { block?: unknown }).block], ["input gradient", 0]);
+  const low = "0x1.0000000000000p-3";
+  const norm = replay(2, { ...t, norm_squared: low, blocks: lastBlock(t, { norm_squared: low }) });
+  assert.deepEqual([(norm as { what?: string }).what, (norm as { phase?: unknown }).phase], [
+    "gradient norm",
+    "backward",
+  ]);
   assert.equal(
     (norm as { message: string }).message,
-    `invalid_record: Cannot replay: squared norm is ${t.norm_squared}, committed 0x1.0000000000000p-3`,
+    `invalid_record: Cannot replay: block_002 running squared norm is ${t.norm_squared}, committed ${low}`,
   );
-  const t0 = fixture.out.traces[0]!;
-  assert.equal(
-    (replay(0, { ...t0, norm_squared: "0x1.0000000000000p-3" }) as { what?: string }).what,
+  // A stage norm that is not its last running sum (refused at claim) is still named, at the last block.
+  const bare = replay(2, { ...t, norm_squared: low });
+  assert.deepEqual([(bare as { what?: string }).what, (bare as { block?: unknown }).block], [
     "gradient norm",
-  );
+    0,
+  ]);
+  const t0 = fixture.out.traces[0]!;
+  const h = replay(0, { ...t0, head_norm_squared: "0x0.0p+0" });
+  assert.deepEqual([(h as { what?: string }).what, (h as { block?: unknown }).block], [
+    "gradient norm",
+    "head",
+  ]);
 });
 
 Deno.test("referee: a forged component update is named optimizer update", () => {
   for (const stage of [0, 1]) {
     const t = fixture.out.traces[stage]!;
     const name = t.partition[t.partition.length - 1]!;
-    const components = { ...t.components, [name]: sha256Hex(writeSafetensors({})) };
-    assert.equal((replay(stage, { ...t, components }) as { what?: string }).what, "optimizer update");
+    const forged = sha256Hex(writeSafetensors({}));
+    const components = { ...t.components, [name]: forged };
+    const v = replay(stage, { ...t, components, blocks: lastBlock(t, { component: forged }) });
+    assert.equal((v as { what?: string }).what, "optimizer update");
+    assert.deepEqual([(v as { block?: unknown }).block, (v as { phase?: unknown }).phase], [0, "update"]);
   }
 });
 

@@ -117,7 +117,11 @@ Deno.test("record: the candidate must be the parent with only the new component 
     codeOf(check(out.traces, { model_root: id(changed as unknown as JsonValue) }, changed)),
     candidate,
   );
-  const stale = { ...t1, components: { block_001: parent.components.block_001! } };
+  const stale = {
+    ...t1,
+    components: { block_001: parent.components.block_001! },
+    blocks: [{ ...t1.blocks[0]!, component: parent.components.block_001! }],
+  };
   assert.match(codeOf(check([t0, stale, t2])), candidate);
   assert.match(
     codeOf(check(out.traces, { parent: out.candidateRoot })),
@@ -137,4 +141,61 @@ Deno.test("record: a malformed trace is rejected", () => {
   assert.match(codeOf(check([{ ...t0, loss: "nan" }, t1, t2])), /trace 0 head fields are malformed/);
   assert.match(codeOf(check([t0, { ...t1, output: "x" }, t2])), /trace 1 output is not a root/);
   assert.match(codeOf(check([], { norms: [] })), /has 0 traces/);
+});
+
+Deno.test("record: block-boundary commitments that do not chain or whose sums differ from the stage's are refused", () => {
+  const other = "ef".repeat(32);
+  const withBlock = (
+    t: StageTrace,
+    j: number,
+    change: Partial<StageTrace["blocks"][number]>,
+  ): StageTrace => ({
+    ...t,
+    blocks: t.blocks.map((b, k) => k === j ? { ...b, ...change } : b),
+  });
+  assert.match(
+    codeOf(check([withBlock(t0, 0, { output: other }), t1, t2])),
+    /stage 0's last block output is not the stage's output/,
+  );
+  assert.match(
+    codeOf(check([t0, withBlock(t1, 0, { gradient_in: other }), t2])),
+    /stage 1's first block input gradient is not the stage's gradient_in/,
+  );
+  assert.match(
+    codeOf(check([t0, t1, withBlock(t2, 0, { component: other })])),
+    /stage 2 block 0 component is not the stage's block_002/,
+  );
+  assert.match(
+    codeOf(check([t0, t1, withBlock(t2, 0, { norm_squared: "0x1.0000000000000p+9" })])),
+    /stage 2's block sums end at 0x1.0+p\+9, the stage's norm is/,
+  );
+  assert.match(
+    codeOf(check([{ ...t0, head_norm_squared: "0x1.0000000000000p+9" }, t1, t2])),
+    /stage 0 block 0 running squared norm .* is below the one before it/,
+  );
+  assert.match(
+    codeOf(check([{ ...t0, head_norm_squared: "-0x1.0000000000000p+0" }, t1, t2])),
+    /stage 0's head squared norm is -0x1/,
+  );
+  assert.match(
+    codeOf(check([t0, { ...t1, blocks: [] }, t2])),
+    /trace 1 has 0 block commitments for 1 blocks/,
+  );
+  assert.match(
+    codeOf(check([t0, { ...t1, blocks: [{ ...t1.blocks[0]!, extra: 1 } as never] }, t2])),
+    /trace 1 block 0 has fields component,extra,gradient_in,norm_squared,output/,
+  );
+  assert.match(
+    codeOf(check([t0, withBlock(t1, 0, { norm_squared: "1.5" }), t2])),
+    /trace 1 block 0 commitments are malformed/,
+  );
+  const { embedding: _e, ...noEmbedding } = t0;
+  assert.match(codeOf(check([noEmbedding as StageTrace, t1, t2])), /trace 0 has fields/);
+});
+
+Deno.test("record: stage norms are the running block sums, bit for bit the sum over the whole stage", () => {
+  for (const t of out.traces) {
+    assert.equal(t.blocks.at(-1)?.norm_squared ?? t.head_norm_squared, t.norm_squared);
+  }
+  assert.deepEqual(out.traces.map((t) => t.norm_squared), out.record.norms);
 });

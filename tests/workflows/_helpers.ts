@@ -80,6 +80,8 @@ export function exerciseClaimPhase<S extends MachineState, E extends MachineEven
     sender: "ref",
     kind: "fraud",
     stage: 0,
+    block: null,
+    phase: null,
     object_root: null,
     needed: [obj],
   });
@@ -88,6 +90,8 @@ export function exerciseClaimPhase<S extends MachineState, E extends MachineEven
     sender: "ref",
     kind: "availability",
     stage: 0,
+    block: null,
+    phase: null,
     object_root: obj,
     needed: [obj],
   });
@@ -121,7 +125,16 @@ export function exerciseClaimPhase<S extends MachineState, E extends MachineEven
   const two = [root(0xabd), root(0xabe)];
   let m = cov.ok(
     fresh(),
-    ev({ type: "challenge", sender: "ref", kind: "fraud", stage: 0, object_root: null, needed: two }),
+    ev({
+      type: "challenge",
+      sender: "ref",
+      kind: "fraud",
+      stage: 0,
+      block: null,
+      phase: null,
+      object_root: null,
+      needed: two,
+    }),
     at(1),
   );
   m = cov.ok(m, up("ref", two[0]), at(1));

@@ -49,6 +49,8 @@ function claimEvent(r: Rng, owner: string, state: MachineState): MachineEvent {
           sender: "ref",
           kind: "fraud",
           stage: 0,
+          block: null,
+          phase: null,
           object_root: null,
           needed: OBJS,
         } as MachineEvent
@@ -57,6 +59,8 @@ function claimEvent(r: Rng, owner: string, state: MachineState): MachineEvent {
           sender: "ref",
           kind: "availability",
           stage: 0,
+          block: null,
+          phase: null,
           object_root: obj,
           needed: [obj],
         } as MachineEvent;

@@ -19,6 +19,8 @@ const fraud: GrowthEvent = {
   sender: "ref",
   kind: "fraud",
   stage: 0,
+  block: null,
+  phase: null,
   object_root: null,
   needed: [OBJ],
 };
@@ -27,6 +29,8 @@ const avail: GrowthEvent = {
   sender: "ref",
   kind: "availability",
   stage: 0,
+  block: null,
+  phase: null,
   object_root: OBJ,
   needed: [OBJ],
 };

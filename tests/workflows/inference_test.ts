@@ -52,6 +52,8 @@ const fraud: InferenceEvent = {
   sender: "ref",
   kind: "fraud",
   stage: 1,
+  block: null,
+  phase: null,
   object_root: null,
   needed: [OBJ],
 };
@@ -186,7 +188,16 @@ Deno.test("a refuted response slashes the provider, then the job reopens for a n
 Deno.test("an unanswered availability challenge refutes the response", () => {
   const a = cov.ok(
     responded(),
-    { type: "challenge", sender: "ref", kind: "availability", stage: 0, object_root: OBJ, needed: [OBJ] },
+    {
+      type: "challenge",
+      sender: "ref",
+      kind: "availability",
+      stage: 0,
+      block: null,
+      phase: null,
+      object_root: OBJ,
+      needed: [OBJ],
+    },
     env(111),
   );
   assert.equal(cov.ok(a, tick, env(132)).status, "refuted");

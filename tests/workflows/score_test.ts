@@ -86,6 +86,8 @@ Deno.test("every claim-phase edge of a score is taken as declared, and terminal 
       sender: "r",
       kind: "availability",
       stage: 0,
+      block: null,
+      phase: null,
       object_root: root(9),
       needed: [root(9)],
     },

@@ -174,11 +174,11 @@ Deno.test("objects the referee cannot fetch get availability challenges; the spo
   }
 });
 
-Deno.test("a forged stage 0 whose embedding is over 1 MiB is refuted with the embedding uploaded in two chunks", async () => {
+Deno.test("a forged update of stage 0's embedding (over 1 MiB) is refuted through the head with the embedding uploaded in two chunks", async () => {
   const { WIDE_VOCAB } = await import("../worker/_fixture.ts");
   const net = await startNetwork({
     workers: 2,
-    forge: ["backward", null],
+    forge: ["optimizer", null],
     config: WIDE_VOCAB,
     challengeBlocks: 40,
   });
@@ -187,9 +187,13 @@ Deno.test("a forged stage 0 whose embedding is over 1 MiB is refuted with the em
     const embed = net.fixture.manifest.components.embed!;
     const run = await runSponsor(net, ["--steps", "1", "--budget", "1"]);
     assert.equal(run.code, 1, run.stdout + run.stderr + referee.lines.join("\n"));
-    assert.match(run.stdout, /^step 0 rejected: mismatch: gradient norm\b/m, referee.lines.join("\n"));
+    assert.match(run.stdout, /^step 0 rejected: mismatch: optimizer update/m, referee.lines.join("\n"));
     const claimId = (await referee.waitFor(/^claim [0-9a-f]{64} /)).split(" ")[1]!;
-    await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch gradient norm$`));
+    await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch optimizer update$`));
+    // The referee names the head (embed and norm), whose update needs the embedding itself.
+    await referee.waitFor(
+      new RegExp(`^challenge ${claimId} stage 0 fraud \\(optimizer update, block head update\\)$`),
+    );
     await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`));
     const uploads = referee.lines.filter((l) => l.includes(`upload ${embed.slice(0, 12)} `));
     assert.deepEqual(uploads.map((l) => l.split(" ").at(-1)), ["1/2", "2/2"]);

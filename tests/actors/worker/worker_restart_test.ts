@@ -49,7 +49,11 @@ Deno.test("a worker killed after beginning an operation re-executes it on restar
       });
       const ref = referenceStep(s.fixture, [s.partition]);
       const fwd = await client2.operation(s.session, 0, "forward", { input: null });
-      assert.deepEqual(fwd, { ok: true, value: { output: ref.traces[0]!.output } });
+      const t0 = ref.traces[0]!;
+      assert.deepEqual(fwd, {
+        ok: true,
+        value: { output: t0.output, embedding: t0.embedding!, outputs: t0.blocks.map((b) => b.output) },
+      });
       // The recovered result is the stored one: the re-delivery computed nothing more.
       assert.equal((await client2.status()).computations.forward, 1);
       const out = await runPipeline({

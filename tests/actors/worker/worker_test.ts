@@ -108,7 +108,11 @@ Deno.test("a different operation at the same session, step and position is confl
     assert.equal(t.workers[1]!.home.journal.operations().length, before);
     // The recorded forward is unchanged: re-delivering the original input answers the original output.
     const fwd = await t.clients[1]!.operation(sessionId, 0, "forward", { input: out.traces[1]!.input });
-    assert.deepEqual(fwd, { ok: true, value: { output: out.traces[1]!.output } });
+    const t1 = out.traces[1]!;
+    assert.deepEqual(fwd, {
+      ok: true,
+      value: { output: t1.output, embedding: null, outputs: t1.blocks.map((b) => b.output) },
+    });
   } finally {
     await t.close();
   }

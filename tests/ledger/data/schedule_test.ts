@@ -150,7 +150,7 @@ Deno.test("a forged step on a cohort batch is refuted by the ledger's referee, a
   activate(net, cohort);
   const first = (net.app.query("/data") as JsonObject).schedule as { batch: string }[];
   const { claimId } = reserveAndClaim(net, { forge: { what: "optimizer", stage: 1 } });
-  challengeAndUpload(net, claimId, 1, challenger);
+  challengeAndUpload(net, claimId, 1, challenger, { block: 3, phase: "update" });
   net.ok(net.tx(stranger, "resolve", { claim_id: claimId }));
   const st = (net.app.query(`/claim?id=${claimId}`) as JsonObject).state as JsonObject;
   assert.deepEqual([st.status, st.reason], ["rejected", "mismatch: optimizer update"]);

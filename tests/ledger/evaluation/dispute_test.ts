@@ -16,7 +16,14 @@ function scoreState(net: Net, claimId: string): JsonObject {
 /** A fraud challenge of `stage` by the challenger, every needed object uploaded and sealed; the needed roots. */
 function challengeAndSeal(net: Net, claimId: string, stage: number): string[] {
   net.ok(
-    net.tx(challenger, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null }),
+    net.tx(challenger, "challenge", {
+      claim_id: claimId,
+      stage,
+      challenge_kind: "fraud",
+      object_root: null,
+      block: null,
+      phase: null,
+    }),
   );
   const needed = ((scoreState(net, claimId).claim as JsonObject).challenge as JsonObject).needed as string[];
   for (const root of needed) uploadAndSeal(net, claimId, root, challenger);
@@ -101,6 +108,8 @@ Deno.test("a forged head loss is refuted from the embedding, the final norm and 
       stage: 2,
       challenge_kind: "fraud",
       object_root: null,
+      block: null,
+      phase: null,
     }),
   );
   const needed = ((scoreState(net, net.id(tx)).claim as JsonObject).challenge as JsonObject)

@@ -101,7 +101,14 @@ export function respondTx(
 /** The referee challenges `stage` of the pending response and uploads and seals what it needs. */
 export function refute(net: Net, jobId: string, claimId: string, stage: number): string[] {
   net.ok(
-    net.tx(referee, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null }),
+    net.tx(referee, "challenge", {
+      claim_id: claimId,
+      stage,
+      challenge_kind: "fraud",
+      object_root: null,
+      block: null,
+      phase: null,
+    }),
   );
   const challenge = (jobState(net, jobId).claim as JsonObject).challenge as JsonObject;
   const needed = challenge.needed as string[];

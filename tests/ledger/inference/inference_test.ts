@@ -225,6 +225,8 @@ Deno.test("an availability challenge on a response is answered by the provider's
     stage: 0,
     challenge_kind: "availability",
     object_root: "ef".repeat(32),
+    block: null,
+    phase: null,
   });
   net.rejects(bad, "invalid_challenge");
   net.ok(
@@ -233,6 +235,8 @@ Deno.test("an availability challenge on a response is answered by the provider's
       stage: 0,
       challenge_kind: "availability",
       object_root: object,
+      block: null,
+      phase: null,
     }),
   );
   assert.equal(net.balance(referee).balance, c0 - FEE - DEVNET_PARAMS.challenge_bond);

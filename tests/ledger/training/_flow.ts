@@ -90,22 +90,42 @@ export function uploadAndSeal(net: Net, claimId: string, root: string, publisher
   net.ok(...txs);
 }
 
-/** `challenger` files an accepted fraud challenge on `stage` of the claim; returns the objects it needs. */
-export function fraudChallenge(net: Net, claimId: string, stage: number, challenger: AccountKey): string[] {
-  net.ok(
-    net.tx(challenger, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null }),
-  );
+/** Where a pinpointed fraud challenge points: a block of the stage (or `"head"`) and a phase. */
+export type Pin = { block: number | "head"; phase: "forward" | "backward" | "update" };
+
+/** A fraud challenge's body fields. */
+export function fraudFields(claimId: string, stage: number, pin: Pin | null): JsonObject {
+  return {
+    claim_id: claimId,
+    stage,
+    challenge_kind: "fraud",
+    object_root: null,
+    block: pin?.block ?? null,
+    phase: pin?.phase ?? null,
+  };
+}
+
+/** `challenger` files an accepted fraud challenge on `stage` (at `pin`) of the claim; returns the objects it needs. */
+export function fraudChallenge(
+  net: Net,
+  claimId: string,
+  stage: number,
+  challenger: AccountKey,
+  pin: Pin | null = { block: 0, phase: "update" },
+): string[] {
+  net.ok(net.tx(challenger, "challenge", fraudFields(claimId, stage, pin)));
   return liveChallenge(net).needed as string[];
 }
 
-/** Files a fraud challenge of `stage` by `challenger` and uploads and seals every needed object. */
+/** Files a fraud challenge of `stage` (at `pin`) by `challenger` and uploads and seals every needed object. */
 export function challengeAndUpload(
   net: Net,
   claimId: string,
   stage: number,
   challenger: AccountKey,
+  pin: Pin | null = { block: 0, phase: "update" },
 ): string[] {
-  const needed = fraudChallenge(net, claimId, stage, challenger);
+  const needed = fraudChallenge(net, claimId, stage, challenger, pin);
   for (const root of needed) uploadAndSeal(net, claimId, root, challenger);
   return needed;
 }

@@ -1,24 +1,35 @@
 /**
  * Synthetic training steps for ledger tests: the devnet model run stage by stage through `openStage` (what
  * Workers run), with an optional forger that commits a wrong forward output, head loss, head gradient, input
- * gradient, squared gradient norm or optimizer update at one stage while keeping every graph link consistent, so only a referee replay can catch it.
+ * gradient, squared gradient norm or optimizer update at one block of one stage while keeping every graph link
+ * consistent, so only a replay of that block can catch it. Every block-boundary file is kept with the other
+ * objects (what a challenger uploads).
  */
 import { canonicalBytes, type JsonObject, type JsonValue } from "../../../core/canonical.ts";
 import { id, sha256Hex } from "../../../core/digest.ts";
-import { toHexFloat } from "../../../core/hex_float.ts";
+import { fromHexFloat, toHexFloat } from "../../../core/hex_float.ts";
 import type { Batch } from "../../../kernels/batch.ts";
 import { configFromJson } from "../../../kernels/config.ts";
 import type { Manifest } from "../../../kernels/manifest.ts";
 import { clipScale } from "../../../kernels/stage.ts";
-import { openStage } from "../../../kernels/stage_io.ts";
+import { type OpenStage, openStage } from "../../../kernels/stage_io.ts";
+import { blocksOf, boundaryFields, stageBoundaries } from "../../../kernels/boundary.ts";
+import { nudgeHexFloat } from "../../../actors/worker/forge.ts";
 import type { StageTrace, StepRecord } from "../../../kernels/trace.ts";
 import type { AccountKey } from "../../../ledger/keys.ts";
 import { claimMetadata, receiptBody, signReceipt } from "../../../ledger/training/wire.ts";
 
-/** What a forger changes, and at which stage. */
+/**
+ * What a forger changes, at which stage and (optionally) which block: a block's index in the stage or
+ * `"head"` (stage 0's embedding output, head running sum or embed update). Without `block`: the stage's
+ * last block output (forward), its first block's input gradient (backward, stage 0: the head running sum)
+ * or its last component (optimizer). `loss` and `head` forge stage 0's loss and head gradient; `norm` the
+ * stage's squared norm (committed as its last running sum too).
+ */
 export type Forge = {
   what: "forward" | "loss" | "head" | "backward" | "norm" | "optimizer";
   stage: number;
+  block?: number | "head";
 } | null;
 
 /** A computed step: everything a claim needs and every object by root. */
@@ -57,39 +68,70 @@ export function computeStep(
     return r;
   };
   const S = partitions.length;
-  const stages = partitions.map((p) =>
+  const is = (what: string, i: number) => forge?.what === what && forge.stage === i;
+  // The block a forgery targets, by component name (`embed` for stage 0's head).
+  const target = (i: number): string | null => {
+    if (forge === null || forge.stage !== i) return null;
+    const blocks = blocksOf(partitions[i]!);
+    if (forge.block === "head") return "embed";
+    if (forge.block !== undefined) return blocks[forge.block]!;
+    if (forge.what === "forward") return blocks.at(-1) ?? "embed";
+    if (forge.what === "backward") return i === 0 ? "embed" : blocks[0]!;
+    return partitions[i]!.at(-1)!;
+  };
+  const flip = (a: Float32Array) => {
+    new Uint32Array(a.buffer, a.byteOffset, 1)[0]! ^= 1;
+  };
+  const stages = partitions.map((p, i) =>
     openStage({
       config,
       partition: p,
       components: Object.fromEntries(p.map((n) => [n, objects.get(manifest.components[n]!)!])),
       batch,
+      boundaries: {
+        keep: (_root, bytes) => put(bytes),
+        forge: {
+          output: (name, y) => is("forward", i) && target(i) === name ? flip(y) : undefined,
+          gradient: (name, dx) => is("backward", i) && target(i) === name ? flip(dx) : undefined,
+        },
+      },
     })
   );
-  const is = (what: string, i: number) => forge?.what === what && forge.stage === i;
   const outputs: Uint8Array[] = [];
-  for (let i = 0; i < S; i++) {
-    const o = stages[i]!.forward(i === 0 ? null : outputs[i - 1]!);
-    outputs[i] = is("forward", i) ? tamper(o) : o;
-  }
+  for (let i = 0; i < S; i++) outputs[i] = stages[i]!.forward(i === 0 ? null : outputs[i - 1]!);
   const head = stages[0]!.head(outputs[S - 1]!);
   const headGradientBytes = is("head", 0) ? tamper(head.headGradient) : head.headGradient;
   const gradOut: Uint8Array[] = [], gradIn: (Uint8Array | null)[] = [], norms: number[] = [];
+  const backs: ReturnType<OpenStage["backward"]>["boundaries"][] = [];
   let g = headGradientBytes;
   for (let i = S - 1; i >= 0; i--) {
     gradOut[i] = g;
     const r = stages[i]!.backward(g);
-    gradIn[i] = r.gradientIn && is("backward", i) ? tamper(r.gradientIn) : r.gradientIn;
-    // A forged norm is a different float64 (its value times 1 + 2^-40), so the clip scale follows it.
+    gradIn[i] = r.gradientIn;
+    backs[i] = r.boundaries;
+    // A forged norm is a different float64 (its value times 1 + 2^-40), so the clip scale follows it; it is
+    // committed as the stage's last running sum too.
     norms[i] = is("norm", i) ? r.normSquared * (1 + 2 ** -40) : r.normSquared;
+    if (is("norm", i)) {
+      const last = r.boundaries.blocks.at(-1);
+      if (last) last.norm_squared = toHexFloat(norms[i]!);
+      else r.boundaries.head = toHexFloat(norms[i]!);
+    }
     if (i > 0) g = gradIn[i]!;
+  }
+  // Stage 0's head has no gradient to send: its forged backward is its running sum, nudged.
+  if (is("backward", 0) && target(0) === "embed") {
+    backs[0]!.head = nudgeHexFloat(backs[0]!.head!);
+    // Without blocks the head sum is the stage's norm, so the forger commits the nudged one there too.
+    if (backs[0]!.blocks.length === 0) norms[0] = fromHexFloat(backs[0]!.head);
   }
   const scale = clipScale(norms, clip);
   const comps: Record<string, string>[] = [];
   for (let i = 0; i < S; i++) {
     const files = stages[i]!.update(lr, scale);
     comps[i] = {};
-    partitions[i]!.forEach((n, k) => {
-      const f = is("optimizer", i) && k === partitions[i]!.length - 1 ? tamper(files[n]!) : files[n]!;
+    partitions[i]!.forEach((n) => {
+      const f = is("optimizer", i) && target(i) === n ? tamper(files[n]!) : files[n]!;
       comps[i]![n] = put(f);
     });
   }
@@ -119,6 +161,7 @@ export function computeStep(
     learning_rate: lrh,
     scale: sch,
     components: comps[i]!,
+    ...boundaryFields(stageBoundaries(p, stages[i]!.forwardBoundaries(), backs[i]!, comps[i]!)),
   }));
   const record: StepRecord = {
     parent: parentRoot,

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
-import type { JsonObject } from "../../../core/canonical.ts";
+import type { JsonObject, JsonValue } from "../../../core/canonical.ts";
+import type { StageTrace } from "../../../kernels/trace.ts";
 import { id } from "../../../core/digest.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { testApp } from "../_fixture.ts";
 import { signBody, type TxBody } from "../../../ledger/envelope.ts";
-import { challenger, Net, sponsor, stranger, workers } from "./_harness.ts";
+import { CHAIN, challenger, Net, sponsor, stranger, workers } from "./_harness.ts";
+import { metadataFor } from "./_pipeline.ts";
 import { claimFor, reserveAndClaim, reserveTx } from "./_flow.ts";
 
 Deno.test("the same numerical work is paid once only, even with a different ancestry and placement", () => {
@@ -143,5 +145,40 @@ Deno.test("the lifecycle shows the assignment while reserved and the batch is tr
   });
   assert.deepEqual(net.app.query(`/batch?root=${a.batch}`), net.batches[0]);
   assert.equal(net.lifecycle().claim, null);
+  net.app.close();
+});
+
+Deno.test("a claim whose block-boundary commitments do not chain or whose block sums differ from the stage's is refused at claim, the state unchanged", () => {
+  const net = new Net();
+  net.ok(reserveTx(net));
+  const { step, fields } = claimFor(net);
+  const a = net.lifecycle().assignment as JsonObject;
+  const edited = (change: (t: StageTrace) => StageTrace) => {
+    const traces = step.traces.map((t, i) => i === 1 ? change(t) : t);
+    const record = { ...step.record, traces: traces.map((t) => id(t as unknown as JsonValue)) };
+    const s = { ...step, traces, record, recordRoot: id(record as unknown as JsonValue) };
+    const metadata = metadataFor(s, CHAIN, a.id as string, workers.slice(0, 2));
+    return net.tx(sponsor, "claim", { ...fields, record_root: s.recordRoot, metadata });
+  };
+  const blocks = (t: StageTrace, j: number, c: Partial<StageTrace["blocks"][number]>) =>
+    t.blocks.map((b, k) => (k === j ? { ...b, ...c } : b));
+  const sum = edited((t) => ({ ...t, blocks: blocks(t, 3, { norm_squared: "0x1.0000000000000p+9" }) }));
+  assert.match(
+    net.rejects(sum, "invalid_record"),
+    /stage 1's block sums end at 0x1.0+p\+9, the stage's norm is/,
+  );
+  const chain = edited((t) => ({ ...t, blocks: blocks(t, 3, { output: "ef".repeat(32) }) }));
+  assert.match(net.rejects(chain, "invalid_record"), /stage 1's last block output is not the stage's output/);
+  const grad = edited((t) => ({ ...t, blocks: blocks(t, 0, { gradient_in: "ef".repeat(32) }) }));
+  assert.match(
+    net.rejects(grad, "invalid_record"),
+    /first block input gradient is not the stage's gradient_in/,
+  );
+  const order = edited((t) => ({ ...t, blocks: blocks(t, 1, { norm_squared: "0x0.0p+0" }) }));
+  assert.match(
+    net.rejects(order, "invalid_record"),
+    /block 1 running squared norm 0x0.0p\+0 is below the one before it/,
+  );
+  net.ok(net.tx(sponsor, "claim", fields));
   net.app.close();
 });

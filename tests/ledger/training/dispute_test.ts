@@ -5,7 +5,9 @@ import { challenger, Net, sponsor, stranger } from "./_harness.ts";
 import {
   challengeAndUpload,
   fraudChallenge,
+  fraudFields,
   liveChallenge,
+  type Pin,
   reserveAndClaim,
   uploadAndSeal,
 } from "./_flow.ts";
@@ -14,19 +16,20 @@ import type { Forge } from "./_pipeline.ts";
 const FEE = DEVNET_PARAMS.fee;
 const BOND = DEVNET_PARAMS.claim_bond;
 const CBOND = DEVNET_PARAMS.challenge_bond;
+const HEAD: Pin = { block: "head", phase: "forward" };
 
 function claimState(net: Net, claimId: string): JsonObject {
   return (net.app.query(`/claim?id=${claimId}`) as JsonObject).state as JsonObject;
 }
 
-function forgedIsRejected(forge: NonNullable<Forge>, stage: number, reason: string) {
+function forgedIsRejected(forge: NonNullable<Forge>, stage: number, pin: Pin, reason: string) {
   const net = new Net();
   const s0 = net.balance(sponsor).balance, c0 = net.balance(challenger).balance;
   const issued0 = net.totals().issued, burned0 = net.totals().burned;
   const { claimId, step } = reserveAndClaim(net, { forge });
   // The forgery passed the graph checks: the claim is pending.
   assert.equal(claimState(net, claimId).status, "claimed");
-  const needed = challengeAndUpload(net, claimId, stage, challenger);
+  const needed = challengeAndUpload(net, claimId, stage, challenger, pin);
   assert.equal(claimState(net, claimId).status, "resolving");
   const txs = 1 + needed.reduce((n, r) => n + Math.ceil(net.objects.get(r)!.length / 1048576) + 1, 0);
   const resolve = net.tx(stranger, "resolve", { claim_id: claimId });
@@ -48,27 +51,27 @@ function forgedIsRejected(forge: NonNullable<Forge>, stage: number, reason: stri
 }
 
 Deno.test("a forged optimizer update passes the graph checks and is rejected after challenge, upload, seal and resolve; half the bond to the challenger, half burned, nothing minted", () => {
-  forgedIsRejected({ what: "optimizer", stage: 1 }, 1, "optimizer update");
+  forgedIsRejected({ what: "optimizer", stage: 1 }, 1, { block: 3, phase: "update" }, "optimizer update");
 });
 
 Deno.test("a forged forward output (stage 0, its 2 MiB embedding uploaded in 3 chunks) is rejected naming the forward output", () => {
-  forgedIsRejected({ what: "forward", stage: 0 }, 0, "forward output");
+  forgedIsRejected({ what: "forward", stage: 0 }, 0, { block: "head", phase: "forward" }, "forward output");
 });
 
 Deno.test("a forged input gradient is rejected naming the input gradient", () => {
-  forgedIsRejected({ what: "backward", stage: 1 }, 1, "input gradient");
+  forgedIsRejected({ what: "backward", stage: 1 }, 1, { block: 0, phase: "backward" }, "input gradient");
 });
 
 Deno.test("a forged loss on stage 0 is rejected naming the head loss", () => {
-  forgedIsRejected({ what: "loss", stage: 0 }, 0, "head loss");
+  forgedIsRejected({ what: "loss", stage: 0 }, 0, { block: "head", phase: "forward" }, "head loss");
 });
 
 Deno.test("a forged head gradient on stage 0 is rejected naming the head gradient", () => {
-  forgedIsRejected({ what: "head", stage: 0 }, 0, "head gradient");
+  forgedIsRejected({ what: "head", stage: 0 }, 0, { block: "head", phase: "forward" }, "head gradient");
 });
 
 Deno.test("a forged squared gradient norm is rejected naming the gradient norm", () => {
-  forgedIsRejected({ what: "norm", stage: 1 }, 1, "gradient norm");
+  forgedIsRejected({ what: "norm", stage: 1 }, 1, { block: 3, phase: "backward" }, "gradient norm");
 });
 
 Deno.test("a failed accusation burns the challenger's bond and reopens the window; the honest claim is then accepted", () => {
@@ -91,8 +94,8 @@ Deno.test("a failed accusation burns the challenger's bond and reopens the windo
 Deno.test("resolve before every needed object is sealed fails with not_sealed and changes nothing", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net, { forge: { what: "optimizer", stage: 1 } });
-  const needed = fraudChallenge(net, claimId, 1, challenger);
-  assert.equal(needed.length, 6); // four blocks, the input activation and the incoming gradient
+  const needed = fraudChallenge(net, claimId, 1, challenger, { block: 3, phase: "update" });
+  assert.equal(needed.length, 3); // the block, its input activation and its incoming gradient
   uploadAndSeal(net, claimId, needed[0]!, challenger);
   net.rejects(net.tx(stranger, "resolve", { claim_id: claimId }), "not_sealed");
   net.app.close();
@@ -101,7 +104,7 @@ Deno.test("resolve before every needed object is sealed fails with not_sealed an
 Deno.test("only the publisher uploads; chunks are consecutive, all but the last exactly 1 MiB, data strict base64 of 1 B-1 MiB", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
-  const needed = fraudChallenge(net, claimId, 0, challenger);
+  const needed = fraudChallenge(net, claimId, 0, challenger, HEAD);
   const embed = net.objects.get(net.model.manifest.components.embed!)!;
   assert.ok(needed.includes(net.model.manifest.components.embed!));
   const root = net.model.manifest.components.embed!;
@@ -152,7 +155,7 @@ Deno.test("a sealed object whose bytes do not hash to its root is refused with s
 Deno.test("a sealed object is served by /object/<root> byte for byte", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
-  fraudChallenge(net, claimId, 0, challenger);
+  fraudChallenge(net, claimId, 0, challenger, HEAD);
   const root = net.model.manifest.components.embed!;
   assert.equal(net.app.query(`/object/${root}`), null);
   uploadAndSeal(net, claimId, root, challenger);
@@ -174,6 +177,8 @@ Deno.test("an unanswered availability challenge rejects the claim at its deadlin
       stage: 1,
       challenge_kind: "availability",
       object_root: object,
+      block: null,
+      phase: null,
     }),
   );
   assert.deepEqual(liveChallenge(net).needed, [object]);
@@ -199,6 +204,8 @@ Deno.test("an answered availability challenge refunds the challenger and reopens
       stage: 1,
       challenge_kind: "availability",
       object_root: "ee".repeat(32),
+      block: null,
+      phase: null,
     }),
     "invalid_challenge",
   );
@@ -208,6 +215,8 @@ Deno.test("an answered availability challenge refunds the challenger and reopens
       stage: 1,
       challenge_kind: "availability",
       object_root: object,
+      block: null,
+      phase: null,
     }),
   );
   net.rejects(
@@ -264,8 +273,8 @@ Deno.test("at the absolute claim deadline an unfinished dispute refunds the publ
 Deno.test("a second challenge while one is live, a challenge of an unknown claim or kind and of a stage that does not exist are refused", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
-  const ch = (stage: number, key = challenger) =>
-    net.tx(key, "challenge", { claim_id: claimId, stage, challenge_kind: "fraud", object_root: null });
+  const ch = (stage: number, key = challenger, pin: Pin | null = { block: 0, phase: "update" }) =>
+    net.tx(key, "challenge", fraudFields(claimId, stage, pin));
   net.rejects(ch(2), "invalid_challenge");
   net.rejects(
     net.tx(challenger, "challenge", {
@@ -273,6 +282,8 @@ Deno.test("a second challenge while one is live, a challenge of an unknown claim
       stage: 0,
       challenge_kind: "lazy",
       object_root: null,
+      block: null,
+      phase: null,
     }),
     "invalid_challenge",
   );
@@ -282,10 +293,47 @@ Deno.test("a second challenge while one is live, a challenge of an unknown claim
       stage: 0,
       challenge_kind: "fraud",
       object_root: null,
+      block: null,
+      phase: null,
     }),
     "invalid_transition",
   );
   net.ok(ch(1));
-  net.rejects(ch(0, stranger), "invalid_transition");
+  net.rejects(ch(0, stranger, HEAD), "invalid_transition");
+  net.app.close();
+});
+
+Deno.test("a fraud challenge of a training stage must name one of its blocks and a phase; every refusal leaves the state unchanged", () => {
+  const net = new Net({ params: { challenge_blocks: 40, min_inference_blocks: 50 } }); // a refusal costs a block
+  const { claimId, step } = reserveAndClaim(net);
+  const ch = (stage: number, block: unknown, phase: unknown) =>
+    net.tx(challenger, "challenge", { ...fraudFields(claimId, stage, null), block, phase } as JsonObject);
+  const refused = (stage: number, block: unknown, phase: unknown, message: RegExp) =>
+    assert.match(net.rejects(ch(stage, block, phase), "invalid_challenge"), message);
+  refused(1, null, null, /block is null and phase null, expected a block of the stage and a phase/);
+  refused(1, 0, null, /expected a block of the stage and a phase|is not a block and phase/);
+  refused(1, 4, "update", /block 4 phase "update" is not a block and phase of stage 1/); // stage 1 has 4 blocks
+  refused(1, -1, "forward", /is not a block and phase of stage 1/);
+  refused(1, 2 ** 53 - 1, "forward", /is not a block and phase of stage 1/);
+  refused(1, "head", "forward", /"head" phase "forward" is not a block and phase of stage 1/);
+  refused(0, 0, "forward", /block 0 phase "forward" is not a block and phase of stage 0/); // stage 0 has no blocks
+  refused(1, 0, "sideways", /phase "sideways" is not a block and phase of stage 1/);
+  refused(1, "0", "update", /is not a block and phase of stage 1/);
+  // An availability challenge names no block.
+  assert.match(
+    net.rejects(
+      net.tx(challenger, "challenge", {
+        claim_id: claimId,
+        stage: 1,
+        challenge_kind: "availability",
+        object_root: step.traces[1]!.output,
+        block: 0,
+        phase: "forward",
+      }),
+      "invalid_challenge",
+    ),
+    /expected null and null/,
+  );
+  assert.equal(liveChallenge(net), null);
   net.app.close();
 });

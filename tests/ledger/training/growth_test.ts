@@ -52,7 +52,7 @@ Deno.test("a forged growth is refuted with only the parent's last block uploaded
   const g = grown(net, 2, true);
   const tx = growTx(net, g);
   net.ok(tx);
-  const needed = challengeAndUpload(net, net.id(tx), 0, challenger);
+  const needed = challengeAndUpload(net, net.id(tx), 0, challenger, null);
   assert.deepEqual(needed, [net.model.manifest.components.block_003]);
   net.ok(net.tx(stranger, "resolve", { claim_id: net.id(tx) }));
   const st = (net.app.query(`/claim?id=${net.id(tx)}`) as JsonObject).state as JsonObject;

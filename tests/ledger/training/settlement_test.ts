@@ -99,7 +99,7 @@ Deno.test("bonds held by a reservation, a claim and a challenge are escrows in t
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
   assert.equal(scanSums(net.app.store).escrows, BOND);
-  fraudChallenge(net, claimId, 0, challenger);
+  fraudChallenge(net, claimId, 0, challenger, { block: "head", phase: "forward" });
   const s = scanSums(net.app.store);
   assert.equal(s.escrows, BOND + DEVNET_PARAMS.challenge_bond);
   assert.equal(s.genesis_supply + s.issued, s.balances + s.bonds + s.escrows + s.burned);
