@@ -25,7 +25,7 @@ async function until(ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
 }
 const P = DEVNET_PARAMS;
 /** The referee's transactions of a scenario: the forged step's dispute, the forged score's, the forged answer's. */
-const REFEREE_TXS = 30;
+const REFEREE_TXS = 28;
 const GENESIS_ROOT = devnetContents().model.root;
 /** The first cohort's schedule, computed in-process from the pinned source files. */
 const SCHEDULE = await devnetSchedule();
@@ -138,13 +138,18 @@ Deno.test("deno task devnet --steps 3 trains a 3-step cohort with a forged optim
   try {
     const run = await runDevnet(`${tmp}/devnet`, ["--steps", "3"], { viaTask: true });
     equal(run.code, 0, run.stderr.slice(-30).join("\n"));
-    // stage 1 holds two blocks: its two components, its input activation and its incoming gradient are
-    // uploaded (one chunk each) and sealed, then challenge and resolve: 10 referee transactions; the forged
-    // score's head and the forged answer's head each need the embedding (3 chunks), the final norm and the
-    // final hidden state: 10 more each.
+    // stage 1 holds two blocks and the forger's first one is forged: that block, its input activation and the
+    // gradient arriving at its output are uploaded (one chunk each) and sealed, then challenge and resolve:
+    // 8 referee transactions; the forged score's head and the forged answer's head each need the embedding
+    // (3 chunks), the final norm and the final hidden state: 10 more each.
     await checkScenario(run.summary!, 3, REFEREE_TXS);
     equal(run.stderr.some((l) => /^\[forge\] step 2 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
-    equal(run.stderr.some((l) => /referee challenge .* stage 1: fraud \(optimizer update\)/.test(l)), true);
+    equal(
+      run.stderr.some((l) =>
+        /referee challenge .* stage 1: fraud \(optimizer update, block 0 update\)/.test(l)
+      ),
+      true,
+    );
     equal(run.stderr.some((l) => /^\[evaluate\] referee challenge .*: fraud \(window loss\)/.test(l)), true);
     equal(
       run.stderr.some((l) => /^\[evaluate\] decided [0-9a-f]{12}: (promoted|not promoted) \(gate\)$/.test(l)),

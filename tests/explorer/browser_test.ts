@@ -182,7 +182,7 @@ Deno.test({
       const bytes = uploadedBytes(statePath, rejected.claim_id);
       const shown = await page.$$eval("td.bytes", (tds) => tds.map((td) => td.getAttribute("data-bytes")));
       assertEquals(shown, [String(bytes)]);
-      match(disputes, new RegExp(`${bytes.toLocaleString("en-US")} bytes uploaded in 4 chunks`));
+      match(disputes, new RegExp(`${bytes.toLocaleString("en-US")} bytes uploaded in 3 chunks`));
       match(disputes, /fraud\s+1\b/);
       match(disputes, /mismatch: optimizer update/);
 

@@ -181,6 +181,8 @@ Deno.test("a forged update of stage 0's embedding (over 1 MiB) is refuted throug
     forge: ["optimizer", null],
     config: WIDE_VOCAB,
     challengeBlocks: 40,
+    // 2 MiB of uploads at 150 ms blocks: a loaded 2-core machine may take far more than the devnet's 20 blocks.
+    availabilityBlocks: 200,
   });
   const referee = await startTask("referee", refereeArgs(net), { listens: false });
   try {

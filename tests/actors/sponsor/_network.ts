@@ -58,6 +58,8 @@ export async function startNetwork(
     config?: ModelConfig;
     /** Blocks of the challenge window (default 12). */
     challengeBlocks?: number;
+    /** Blocks a live challenge has for its uploads and resolve (default the devnet's 20). */
+    availabilityBlocks?: number;
     /** Extra funded sponsor homes (`sponsor-1`, ...), for tests where sponsors compete. */
     extraSponsors?: number;
     /** Environment of each worker's first process (e.g. `NEURO_CRASH_AT`). */
@@ -102,6 +104,13 @@ export async function startNetwork(
   // A wider challenge window than the devnet's 6 blocks, so a referee on a loaded machine still makes it.
   const genesis = parseJson(await Deno.readTextFile(genesisPath)) as { params: Record<string, number> };
   genesis.params.challenge_blocks = options.challengeBlocks ?? 12;
+  if (options.availabilityBlocks !== undefined) {
+    genesis.params.availability_blocks = options.availabilityBlocks;
+    genesis.params.max_claim_blocks = Math.max(
+      genesis.params.max_claim_blocks!,
+      genesis.params.challenge_blocks + 2 * options.availabilityBlocks,
+    );
+  }
   genesis.params.min_inference_blocks = Math.max(
     genesis.params.min_inference_blocks!,
     genesis.params.challenge_blocks + 1,
