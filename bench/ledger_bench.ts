@@ -12,6 +12,7 @@ import { type Envelope, signBody } from "../ledger/envelope.ts";
 import { LedgerApp } from "../ledger/app.ts";
 import { startNode } from "../ledger/engine/node.ts";
 import { DEVNET_PARAMS } from "../workflows/params.ts";
+import { conformanceVectors } from "../genesis/conformance.ts";
 
 const CHAIN = "bench";
 const SENDERS = 40;
@@ -32,7 +33,7 @@ function genesis(): JsonObject {
     validators: [{ owner: keys[0]!.accountId, consensus_key: validatorKey, amount: 1_000_000 }],
     model: null,
     codec: null,
-    vectors: null,
+    vectors: conformanceVectors(),
   };
 }
 

@@ -37,6 +37,7 @@ import { devnetCapacities } from "../genesis/devnet/network.ts";
 // Test helpers reused as they are: attested blocks, and a stage-by-stage step with an optional forger.
 import { attest, CHAIN, cons, owners, T0 } from "../tests/ledger/_fixture.ts";
 import { computeStep, metadataFor } from "../tests/ledger/training/_pipeline.ts";
+import { conformanceVectors } from "../genesis/conformance.ts";
 
 const INTERVAL_MS = 1_000; // the devnet block interval
 const MAX_BLOCK = 8 * 1024 * 1024;
@@ -69,7 +70,7 @@ class Chain {
       })),
       model: { manifest: manifest as unknown as JsonValue, root },
       codec: null,
-      vectors: null,
+      vectors: conformanceVectors(),
       training: { learning_rate: lr, clip, batches: [batch as unknown as JsonValue] },
     });
   }

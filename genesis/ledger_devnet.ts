@@ -14,6 +14,7 @@ import { ATOMS_PER_NEURO, DEVNET_PARAMS, type WorkflowParams } from "../workflow
 import { createKeyFile } from "../ledger/keys.ts";
 import { createConsensusKeyFile } from "../ledger/consensus_key.ts";
 import { genesisId, parseGenesis } from "./schema.ts";
+import { conformanceVectors } from "./conformance.ts";
 
 /** Options of the devnet builder. */
 export interface DevnetOptions {
@@ -106,7 +107,7 @@ export async function writeDevnetGenesis(options: DevnetOptions): Promise<Devnet
     validators,
     model: options.model ?? null,
     codec: options.codec ?? null,
-    vectors: null,
+    vectors: conformanceVectors(),
     ...(options.training === undefined ? {} : { training: options.training }),
     ...(options.data === undefined ? {} : { data: options.data }),
   };

@@ -1,12 +1,13 @@
 /**
  * The genesis document: chain id, start time, params, initial accounts and balances, validators with their
- * owners and consensus keys, and the pinned model, codec and conformance vectors (filled in by later issues,
- * `null` until then). Its identity is `id(genesis)`; a node refuses state created from another genesis.
+ * owners and consensus keys, the pinned model and codec (`null` on a chain without them), and the kernels'
+ * conformance vectors every genesis pins (`genesis/conformance.ts`, PROTOCOL §10.6). Its identity is `id(genesis)`; a node refuses state created from another genesis.
  *
  * `params` are the lifecycle params of `workflows/params.ts` (checked there, exact names); `consensus` holds the
  * engine params the lifecycles do not read (epoch length, block byte bound, block interval).
  */
-import { isObject, type JsonValue } from "../core/canonical.ts";
+import { canonical, isObject, type JsonValue } from "../core/canonical.ts";
+import { VECTORS_FORMAT } from "../kernels/conformance.ts";
 import { checkParams, type WorkflowParams } from "../workflows/params.ts";
 import { id } from "../core/digest.ts";
 import { ProtocolError } from "../core/errors.ts";
@@ -61,6 +62,7 @@ export interface Genesis {
   readonly validators: readonly GenesisValidator[];
   readonly model: JsonValue;
   readonly codec: JsonValue;
+  /** The conformance vectors document (`format` `neuroshard-kernel-vectors-v1`) every role checks at startup. */
   readonly vectors: JsonValue;
   /**
    * The checked training setup from `model` (`{manifest, root}`) and the optional `training` field
@@ -85,6 +87,9 @@ const KEYS = [
   "validators",
   "vectors",
 ];
+
+/** The canonical size bound of the `vectors` document (the pinned one is about 2 KiB). */
+const MAX_VECTORS_BYTES = 16 * 1024;
 
 /** Fields a genesis may omit (absent means null). */
 const OPTIONAL_KEYS = ["training", "data"];
@@ -156,6 +161,12 @@ export function parseGenesis(value: JsonValue): Genesis {
     return { owner: x.owner as string, consensus_key: x.consensus_key as string, amount };
   });
   if (!Number.isSafeInteger(supply)) bad("the total supply is outside the safe range");
+  if (!isObject(v.vectors) || v.vectors.format !== VECTORS_FORMAT) {
+    bad(`vectors is ${canonical(v.vectors ?? null).slice(0, 80)}, expected a ${VECTORS_FORMAT} document`);
+  }
+  if (canonical(v.vectors).length > MAX_VECTORS_BYTES) {
+    bad(`vectors is ${canonical(v.vectors).length} bytes, expected at most ${MAX_VECTORS_BYTES}`);
+  }
   const training = parseTrainingGenesis(v.model ?? null, v.training ?? null, (v.data ?? null) !== null);
   const data = parseDataGenesis(v.data ?? null, training, v.codec ?? null);
   return {

@@ -1,8 +1,10 @@
 /**
  * Conformance vectors (PROTOCOL §10.6): fixed seeds in, expected roots out — a forward, a backward, an
- * update and a 4-token generation on the devnet preset, plus a grid of our transcendental functions. Genesis
- * pins them (`genesis/vectors/kernels.json`, written by `deno task kernels:vectors`) and a node refuses to
- * start when its kernels do not reproduce them (`conformance_failed`).
+ * update and a 4-token generation on a small model of the devnet's shape family (`CONFORMANCE_CONFIG`, small
+ * so that every role can afford the check at startup), plus a grid of our transcendental functions.
+ * `genesis/vectors/kernels.json` holds them (written by `deno task kernels:vectors`), every genesis pins
+ * them (`genesis/conformance.ts`), and every role refuses to start when its kernels do not reproduce the
+ * pinned ones (`assertConformance`, `conformance_failed` naming the vector).
  *
  * @example
  * ```ts
@@ -13,10 +15,10 @@
  */
 import { canonical, canonicalBytes, type JsonObject, type JsonValue } from "../core/canonical.ts";
 import { sha256Hex } from "../core/digest.ts";
-import { reject, type Rejection } from "../core/errors.ts";
+import { ProtocolError, reject, type Rejection } from "../core/errors.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import type { Batch } from "./batch.ts";
-import { configToJson, PRESETS } from "./config.ts";
+import { configToJson, type ModelConfig } from "./config.ts";
 import { generate } from "./generation.ts";
 import { buildManifest, componentFiles } from "./manifest.ts";
 import { cos64, exp64, log64, sin64 } from "./math.ts";
@@ -27,10 +29,27 @@ import { trainStep } from "./step.ts";
 /** The format tag of the vectors document. */
 export const VECTORS_FORMAT = "neuroshard-kernel-vectors-v1";
 
+/**
+ * The model the vectors run: the devnet preset's shape family shrunk until the whole computation takes
+ * milliseconds: every linear layer (M·K·N ≥ 8,192) still takes the WebAssembly path when it is on, and
+ * none is large enough to start kernel threads (M·K·N < 2^18), which a validator would not otherwise need.
+ */
+export const CONFORMANCE_CONFIG: ModelConfig = {
+  vocab_size: 128,
+  hidden_size: 32,
+  intermediate_size: 96, // 3 × C, as in the devnet preset
+  num_hidden_layers: 2,
+  num_attention_heads: 4, // D = 8
+  num_key_value_heads: 2, // grouped-query attention, as in the devnet preset
+  rms_norm_eps: 1e-5,
+  rope_theta: 100000,
+  max_position_embeddings: 64,
+};
+
 const SEED = 1;
-const ROWS = 2, TOKENS = 16;
+const ROWS = 2, TOKENS = 8;
 const PROMPT = [1, 2, 3, 4, 5, 6, 7, 8];
-const PARTITIONS = [["embed", "norm", "block_000"], ["block_001", "block_002", "block_003"]];
+const PARTITIONS = [["embed", "norm", "block_000"], ["block_001"]];
 
 /** The fixed batch: ids from a 32-bit LCG, labels the next id (the last position unlabelled). */
 function fixedBatch(V: number): Batch {
@@ -63,7 +82,7 @@ function mathRoot(): string {
 
 /** Computes the vectors document from the fixed seeds. */
 export function computeVectors(): JsonObject {
-  const config = PRESETS.devnet;
+  const config = CONFORMANCE_CONFIG;
   const model = initModel(config, SEED);
   const roots = Object.fromEntries(Object.entries(componentFiles(model)).map(([n, b]) => [n, sha256Hex(b)]));
   const manifest = buildManifest(config, roots, {
@@ -107,18 +126,57 @@ export function computeVectors(): JsonObject {
   };
 }
 
-/** Compares computed vectors with the pinned ones; `conformance_failed` naming the first differing entry. */
+/** The first leaf (as a dotted path) where two JSON values differ, or null when they are equal. */
+function firstDifference(
+  expected: JsonValue | undefined,
+  actual: JsonValue | undefined,
+  at: string,
+): string | null {
+  if (canonical(expected ?? null) === canonical(actual ?? null)) return null;
+  const object = (v: JsonValue | undefined) => typeof v === "object" && v !== null;
+  if (!object(expected) || !object(actual) || Array.isArray(expected) !== Array.isArray(actual)) return at;
+  const e = expected as Record<string, JsonValue>, a = actual as Record<string, JsonValue>;
+  for (const k of new Set([...Object.keys(a), ...Object.keys(e)])) {
+    const d = firstDifference(e[k], a[k], at === "" ? k : `${at}.${k}`);
+    if (d !== null) return Array.isArray(actual) ? at : d; // an array differs as a whole (a token list, norms)
+  }
+  return at;
+}
+
+/** A value shortened for a one-line message. */
+function brief(v: JsonValue | undefined): string {
+  const s = v === undefined ? "nothing" : canonical(v);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/**
+ * Compares computed vectors with the pinned ones; `conformance_failed` naming the first differing vector by
+ * its path (`forward.stage_0_output`, `generation.tokens`, …) with the computed and the pinned value.
+ */
 export function checkVectors(
   expected: JsonValue,
   actual: JsonObject = computeVectors(),
 ): { ok: true } | Rejection {
-  if (canonical(expected) === canonical(actual)) return { ok: true };
-  const e = (expected ?? {}) as JsonObject;
-  const key = Object.keys(actual).find((k) => canonical(e[k] ?? null) !== canonical(actual[k]!)) ?? "format";
+  const path = firstDifference(expected, actual, "");
+  if (path === null) return { ok: true };
+  const pick = (v: JsonValue | undefined) =>
+    path === "" ? v : path.split(".").reduce<JsonValue | undefined>(
+      (o, k) => (typeof o === "object" && o !== null ? (o as Record<string, JsonValue>)[k] : undefined),
+      v,
+    );
   return reject(
     "conformance_failed",
-    `Cannot start: kernels do not reproduce the conformance vectors at ${key}: ${
-      canonical(actual[key] ?? null).slice(0, 200)
-    }`,
+    `Cannot start: kernels do not reproduce conformance vector ${path === "" ? "(the document)" : path}: ` +
+      `computed ${brief(pick(actual))}, pinned ${brief(pick(expected))}`,
   );
+}
+
+/**
+ * The startup check every role runs (PROTOCOL §10.6): compute the vectors with this process's kernels and
+ * throw `ProtocolError("conformance_failed")` naming the first vector that differs from `pinned`. Takes
+ * tens of milliseconds (bench/conformance_bench.ts).
+ */
+export function assertConformance(pinned: JsonValue): void {
+  const r = checkVectors(pinned);
+  if (!r.ok) throw new ProtocolError(r.code, r.message);
 }

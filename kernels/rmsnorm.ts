@@ -14,10 +14,17 @@
  * ```
  */
 import { ProtocolError } from "../core/errors.ts";
+import { testHook } from "../core/test_hooks.ts";
 import { rsqrtf } from "./math.ts";
 import { assertFinite } from "./tensor.ts";
 
 const fr = Math.fround;
+
+/**
+ * Test hook `NEURO_TEST_PERTURB_KERNEL=rmsnorm` (`core/test_hooks.ts`; no task grants it): a deliberately wrong
+ * kernel whose forward flips the lowest bit of its first output, for the tests of the startup conformance check.
+ */
+const PERTURBED = testHook("NEURO_TEST_PERTURB_KERNEL") === "rmsnorm";
 
 /** What the backward needs from a forward: the normalised rows and each row's r. */
 export interface RmsnormCache {
@@ -55,6 +62,7 @@ export function rmsnormForward(
       y[o + c] = fr(w[c]! * v);
     }
   }
+  if (PERTURBED && y.length > 0) new Uint32Array(y.buffer, y.byteOffset, 1)[0]! ^= 1;
   assertFinite(y, "rmsnorm output");
   return { y, cache: { xn, r } };
 }

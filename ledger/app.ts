@@ -375,8 +375,12 @@ export class LedgerApp {
     return p.head;
   }
 
-  /** Answers a read-only query path with its query string (`/account/<id>`, `/lifecycle`, `/claim?id=`, ...); null when unknown. */
+  /**
+   * Answers a read-only query path with its query string (`/account/<id>`, `/lifecycle`, `/claim?id=`, ...,
+   * and `/vectors`: the genesis's conformance vectors); null when unknown.
+   */
   query(path: string): JsonValue | null {
+    if (path === "/vectors") return this.genesis.vectors;
     return answerQuery(path, new LedgerView(this.store), this.info(), this.params);
   }
 

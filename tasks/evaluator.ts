@@ -1,6 +1,7 @@
 /** `deno task evaluator`: run the Evaluator actor (actors/evaluator/evaluator.ts) to one decision. */
 import { canonical, type JsonObject } from "../core/canonical.ts";
 import { ChainClient } from "../actors/common/chain.ts";
+import { checkKernelsAgainstChain } from "../actors/common/kernel_check.ts";
 import { openHome } from "../actors/common/home.ts";
 import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts";
 import { Evaluator, type EvaluatorEvent } from "../actors/evaluator/evaluator.ts";
@@ -59,6 +60,8 @@ async function main(): Promise<void> {
   const workersFile = required(values.workers, "workers");
   const pollMs = integerOption(values["poll-ms"], "poll-ms", { fallback: 300 });
   const entries = await readWorkersFile(workersFile);
+  const chain = new ChainClient(rpc);
+  await checkKernelsAgainstChain(chain); // PROTOCOL §10.6: refuse to start on kernels that differ
   const home = await openHome(homeDir);
   const emit = values.json
     ? (e: EvaluatorEvent) => console.log(canonical(e))
@@ -70,7 +73,7 @@ async function main(): Promise<void> {
   );
   const evaluator = await Evaluator.open({
     home,
-    chain: new ChainClient(rpc),
+    chain,
     workers: entries.map((e) => new WorkerClient(e.url, e.token)),
     entries,
     emit,

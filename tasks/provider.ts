@@ -1,6 +1,7 @@
 /** `deno task provider`: run the Provider actor (actors/provider/provider.ts) until interrupted. */
 import { canonical } from "../core/canonical.ts";
 import { ChainClient } from "../actors/common/chain.ts";
+import { checkKernelsAgainstChain } from "../actors/common/kernel_check.ts";
 import { openHome } from "../actors/common/home.ts";
 import { readWorkersFile } from "../actors/common/worker_client.ts";
 import { Provider, type ProviderEvent } from "../actors/provider/provider.ts";
@@ -53,6 +54,8 @@ async function main(): Promise<void> {
   const capacities = values.workers === undefined
     ? null
     : (await readWorkersFile(values.workers)).map((e) => e.capacity);
+  const chain = new ChainClient(rpc);
+  await checkKernelsAgainstChain(chain); // PROTOCOL §10.6: refuse to start on kernels that differ
   const home = await openHome(homeDir);
   const emit = (e: ProviderEvent) =>
     console.log(values.json ? canonical(e) : `${e.event} ${e.job_id} ${e.detail}`);
@@ -63,7 +66,7 @@ async function main(): Promise<void> {
   );
   const provider = await Provider.open({
     home,
-    chain: new ChainClient(rpc),
+    chain,
     emit,
     forge: values.forge === "token" ? "token" : null,
     capacities,

@@ -1,6 +1,7 @@
 /** `deno task referee`: run the Referee actor (actors/referee/referee.ts) until interrupted. */
 import { canonical } from "../core/canonical.ts";
 import { ChainClient } from "../actors/common/chain.ts";
+import { checkKernelsAgainstChain } from "../actors/common/kernel_check.ts";
 import { openHome } from "../actors/common/home.ts";
 import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts";
 import { Referee, type RefereeEvent, type RefereeStatus } from "../actors/referee/referee.ts";
@@ -47,6 +48,8 @@ async function main(): Promise<void> {
   const workersFile = values.workers;
   const pollMs = integerOption(values["poll-ms"], "poll-ms", { fallback: 300 });
   const entries = workersFile === undefined ? [] : await readWorkersFile(workersFile);
+  const chain = new ChainClient(rpc);
+  await checkKernelsAgainstChain(chain); // PROTOCOL §10.6: refuse to start on kernels that differ
   const home = await openHome(homeDir);
   const emit = (e: RefereeEvent | RefereeStatus) => {
     if (values.json) return console.log(canonical(e));
@@ -67,7 +70,7 @@ async function main(): Promise<void> {
   );
   const referee = await Referee.open({
     home,
-    chain: new ChainClient(rpc),
+    chain,
     workers: entries.map((e) => new WorkerClient(e.url, e.token)),
     emit,
   });

@@ -7,6 +7,8 @@ import { installedTool } from "../ledger/abci/cometbft_pin.ts";
 import { runValidatorOp, type ValidatorOp } from "./_validator_ops.ts";
 import { AutoReviewer } from "../actors/curator/auto_review.ts";
 import { testHook } from "../core/test_hooks.ts";
+import { parseGenesis } from "../genesis/schema.ts";
+import { assertConformance } from "../kernels/conformance.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 import { SERVER_FLAG_HELP, SERVER_FLAG_OPTIONS, serverLimits } from "./_server_flags.ts";
 
@@ -107,7 +109,10 @@ async function main(): Promise<void> {
     throw new UsageError(`Cannot read genesis ${genesisPath}: ${(e as Error).message}`);
   }
   const policy = values["review-policy"];
-  if (engine === "cometbft") return await runComet(home, parseJson(text), port, policy);
+  const genesis = parseJson(text);
+  // PROTOCOL §10.6: a node whose kernels do not reproduce the genesis's conformance vectors does not start.
+  assertConformance(parseGenesis(genesis).vectors);
+  if (engine === "cometbft") return await runComet(home, genesis, port, policy);
   const divergent = testHook("NEURO_TEST_DIVERGENT_FEE");
   const pauseAt = Number(testHook("NEURO_TEST_PAUSE_BEFORE_COMMIT") ?? "0");
   const hooks = {
@@ -118,7 +123,7 @@ async function main(): Promise<void> {
   };
   const node = await startNode({
     home,
-    genesis: parseJson(text),
+    genesis,
     ...(values.follow ? { follow: values.follow } : {}),
     port,
     ...(interval ? { intervalMs: interval } : {}),

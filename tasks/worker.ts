@@ -1,6 +1,8 @@
 /** `deno task worker`: run a Worker actor (actors/worker/server.ts) until interrupted. */
 import { parseForge } from "../actors/worker/forge.ts";
 import { startWorker } from "../actors/worker/server.ts";
+import { conformanceVectors } from "../genesis/conformance.ts";
+import { assertConformance } from "../kernels/conformance.ts";
 import { parse, required, runTask, UsageError } from "./_cli.ts";
 import { SERVER_FLAG_HELP, SERVER_FLAG_OPTIONS, serverLimits } from "./_server_flags.ts";
 
@@ -42,6 +44,8 @@ async function main(): Promise<void> {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  // PROTOCOL §10.6: a worker reads no genesis; it checks its kernels against the vectors every genesis pins.
+  assertConformance(conformanceVectors());
   const worker = await startWorker({ home, port, forge, limits: serverLimits(values) });
   for (const r of worker.actor.recovered) {
     console.log(`recovered ${r.opId} ${r.ok ? "done" : `still begun: ${r.error.message}`}`);

@@ -34,6 +34,11 @@ export class ChainClient {
     return await this.http.json("GET", "/status") as never;
   }
 
+  /** `/vectors`: the conformance vectors the chain's genesis pins (PROTOCOL §10.6). */
+  async vectors(): Promise<JsonValue> {
+    return await this.http.json("GET", "/vectors");
+  }
+
   /** `/account/<id>`: balance and next nonce. */
   async account(id: string): Promise<{ balance: number; nonce: number; height: number }> {
     return await this.http.json("GET", `/account/${id}`) as never;

@@ -4,6 +4,7 @@ import { ProtocolError } from "../../core/errors.ts";
 import { genesisSupply, parseGenesis } from "../../genesis/schema.ts";
 import { LedgerApp } from "../../ledger/app.ts";
 import { testGenesis } from "../ledger/_fixture.ts";
+import { conformanceVectors } from "../../genesis/conformance.ts";
 
 function code(fn: () => unknown): string {
   try {
@@ -59,4 +60,24 @@ Deno.test("a node refuses to open state created with another genesis (genesis_mi
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("a genesis must pin a conformance vectors document of at most 16 KiB", () => {
+  const g = testGenesis();
+  assertEquals(
+    code(() => parseGenesis({ ...g, vectors: null })),
+    "invalid_value: Cannot use genesis: vectors is null, expected a neuroshard-kernel-vectors-v1 document",
+  );
+  assertEquals(
+    code(() => parseGenesis({ ...g, vectors: { format: "other" } })),
+    'invalid_value: Cannot use genesis: vectors is {"format":"other"}, expected a neuroshard-kernel-vectors-v1 document',
+  );
+  const big = { ...(g.vectors as JsonObject), padding: "x".repeat(16 * 1024) };
+  assertEquals(
+    code(() => parseGenesis({ ...g, vectors: big })),
+    `invalid_value: Cannot use genesis: vectors is ${
+      JSON.stringify(big).length
+    } bytes, expected at most 16384`,
+  );
+  assertEquals(parseGenesis(g).vectors, conformanceVectors());
 });

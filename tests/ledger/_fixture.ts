@@ -12,6 +12,7 @@ import {
 import { type AppOptions, LedgerApp } from "../../ledger/app.ts";
 import type { Attestation, Block } from "../../ledger/block.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
+import { conformanceVectors } from "../../genesis/conformance.ts";
 
 /** Fixed account keys: alice, bob, and validator owners. */
 export const alice: AccountKey = keyFromSeed("a1".repeat(32));
@@ -42,7 +43,7 @@ export function testGenesis(params: JsonObject = {}, consensus: JsonObject = {})
     })),
     model: null,
     codec: null,
-    vectors: null,
+    vectors: conformanceVectors(),
   };
 }
 

@@ -19,6 +19,7 @@ import type { TxResult } from "../../../ledger/state/store.ts";
 import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { attest, CHAIN, cons, owners, T0 } from "../_fixture.ts";
 import type { ConsensusKey } from "../../../ledger/consensus_key.ts";
+import { conformanceVectors } from "../../../genesis/conformance.ts";
 
 export { CHAIN };
 
@@ -130,7 +131,7 @@ export class Net {
       })),
       model: { manifest: this.model.manifest as unknown as JsonValue, root: this.model.root },
       codec: opts.codec ?? null,
-      vectors: null,
+      vectors: conformanceVectors(),
       training: {
         learning_rate: toHexFloat(opts.lr ?? LR),
         clip: toHexFloat(CLIP),
