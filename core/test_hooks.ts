@@ -1,7 +1,6 @@
 /**
  * Test hooks (`NEURO_CRASH_AT`, `NEURO_TEST_DIVERGENT_FEE`, `NEURO_TEST_PAUSE_BEFORE_COMMIT`,
- * `NEURO_TEST_PERTURB_KERNEL`) are
- * environment variables honoured only by a process explicitly started with
+ * `NEURO_TEST_PERTURB_KERNEL`) are environment variables honoured only by a process explicitly started with
  * permission to read them (`--allow-env=<name>` or `-A`, as the tests start their processes). No `deno task`
  * grants them, so a production task that merely has the variable in its environment ignores it, and asking
  * never shows a permission prompt.
