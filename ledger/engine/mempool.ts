@@ -7,15 +7,16 @@
  * Bounds (PROTOCOL §13.1): at most `maxTxs` transactions and `maxBytes` raw bytes in all, and `maxPerSender`
  * per sender; a full pool answers `mempool_full` and keeps nothing. A transaction whose nonce is ahead of the
  * sender's projected nonce by less than `futureWindow` (and whose sender can pay the fees of all its held
- * transactions) is held, not refused: it joins the pool, in nonce order, once the gap closes, and is dropped
- * if it does not apply then or is still waiting after `futureTtlMs`. With a `MempoolStore`, every admitted or
+ * transactions) is held, not refused (`{ok: true, held: true}`: it commits only once the sender's missing
+ * nonces arrive): it joins the pool, in nonce order, once the gap closes, and is dropped if it does not apply
+ * then or is still waiting after `futureTtlMs`. With a `MempoolStore`, every admitted or
  * held transaction is queued for the journal by `add`, and `durable()` resolves once it is on disk (the node
  * answers `accepted` only then); a new pool re-admits the journal.
  *
  * @example
  * ```ts
  * const pool = new Mempool(app, { store: MempoolStore.open(`${home}/mempool.sqlite`) });
- * const r = pool.add(raw, Date.now()); // {ok: true, hash}
+ * const r = pool.add(raw, Date.now()); // {ok: true, hash}, or {ok: true, hash, held: true} for a future nonce
  * await pool.durable(); // journaled: now the answer may be sent
  * ```
  */
@@ -64,7 +65,8 @@ interface Entry {
   readonly received: number;
 }
 
-type AddResult = TxResult & { hash: string };
+/** An admission's outcome; `held` when the transaction waits for the sender's missing lower nonces. */
+export type AddResult = TxResult & { hash: string; held?: true };
 
 /** Pending transactions of the proposer. */
 export class Mempool {
@@ -165,7 +167,8 @@ export class Mempool {
 
   #add(raw: Uint8Array, time: number, received: number, persist: boolean): AddResult {
     const hash = rawHash(raw);
-    if (this.has(hash)) return { ok: true, hash };
+    if (this.#heldByHash.has(hash)) return { ok: true, hash, held: true };
+    if (this.#pending.has(hash)) return { ok: true, hash };
     const full = this.#full(raw.length);
     if (full) return { ...full, hash };
     const v = this.#app.verify(raw);
@@ -202,7 +205,7 @@ export class Mempool {
     held.set(v.tx.envelope.body.nonce, entry);
     this.#heldByHash.set(hash, entry);
     this.#count(entry, +1);
-    return { ok: true, hash };
+    return { ok: true, hash, held: true };
   }
 
   #full(bytes: number): TxResult | null {

@@ -27,7 +27,8 @@ export interface StatusAnswer {
 /** The `/broadcast_tx` answer. */
 export interface BroadcastAnswer {
   readonly hash: string;
-  readonly check: { ok: boolean; code?: string; message?: string };
+  /** `held`: admitted as a future nonce, committed only once the sender's missing lower nonces arrive. */
+  readonly check: { ok: boolean; held?: boolean; code?: string; message?: string };
 }
 
 /** The `/tx` answer. */

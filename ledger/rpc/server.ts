@@ -3,7 +3,7 @@
  *
  * - `POST /broadcast_tx` (body: raw envelope bytes, `Content-Type: application/json` or
  *   `application/octet-stream`, at most 2 MiB) →
- *   `{hash, check: {ok, code?, message?}}`
+ *   `{hash, check: {ok, held?, code?, message?}}` (`held: true`: journaled, waiting for the sender's lower nonces)
  * - `GET /tx?hash=<64 hex>` → `{status: "committed", height, result}` | `{status: "pending"}` | `{status: "unknown"}`
  * - `GET /block?height=N[&wait=ms]` → `{height, block, app_hash, results}` (404 `not_found` when not committed;
  *   `wait` holds the request up to 10 s for the next block, which is how replicas follow)

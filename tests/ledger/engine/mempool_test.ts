@@ -39,9 +39,18 @@ const raw = (n: number, amount = 1) =>
 Deno.test("nonces sent out of order are held and join the pool in nonce order when the gap closes", () => {
   const app = testApp();
   const pool = new Mempool(app);
-  assertEquals([3, 1, 2].map((n) => code(pool.add(raw(n), 0))), ["ok", "ok", "ok"]);
+  // Each is answered held (it commits only once nonce 0 arrives), a re-delivery too.
+  assertEquals(
+    [3, 1, 2, 3].map((n) => pool.add(raw(n), 0)),
+    [3, 1, 2, 3].map((n) => ({
+      ok: true,
+      hash: rawHash(raw(n)),
+      held: true,
+    })),
+  );
   assertEquals([pool.size, pool.held, pool.candidates().length], [3, 3, 0]);
-  assertEquals(code(pool.add(raw(0), 0)), "ok");
+  assertEquals(pool.add(raw(0), 0), { ok: true, hash: rawHash(raw(0)) });
+  assertEquals(pool.add(raw(3), 0), { ok: true, hash: rawHash(raw(3)) }, "promoted: no longer held");
   assertEquals([pool.size, pool.held], [4, 0]);
   assertEquals(pool.candidates(), [0, 1, 2, 3].map((n) => raw(n)));
   const r = run(app, [0, 1, 2, 3].map((n) => tx(alice, "transfer", n, { to: bob.accountId, amount: 1 })));
