@@ -8,7 +8,8 @@ import { parse, runTask, UsageError } from "./_cli.ts";
 const HELP = `deno task kernels:vectors [--check | --print] [--file PATH]
 
 Compute the conformance vectors of the deterministic kernels (a forward, a backward, an update and a
-4-token generation of the devnet model from fixed seeds, and a grid of exp/log/sin/cos) and
+4-token generation of a small model of the devnet's shape from fixed seeds, and a grid of exp/log/sin/cos)
+that every genesis pins and every role checks at startup (PROTOCOL §10.6), and
   (default)      write them to the file
   --check        compare them with the file; exit 1 naming the first differing entry
   --print        print them as JSON on stdout

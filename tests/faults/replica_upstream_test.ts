@@ -67,7 +67,7 @@ Deno.test("a replica whose proposer never answers fails forwarded requests with 
         replica.lines.some((l) =>
           l.endsWith("unreachable (no answer within 6000 ms (upstream_timeout)); retrying")
         ),
-      15_000,
+      60_000,
     ).catch((e) => {
       throw new Error(`${e.message}:\n${replica.lines.join("\n")}`);
     });

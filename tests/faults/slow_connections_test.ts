@@ -1,18 +1,27 @@
 /**
  * Slow and idle connections against real validator and worker processes: half-sent heads, unfinished bodies,
- * idle sockets and a trickling client are all closed by their deadline (1 s here; the defaults are in each
- * task's --help), while honest requests keep being answered; past the connection cap the oldest idle
+ * idle sockets and a trickling client are all closed by their deadline (1 s here, 3 s idle; the defaults are
+ * in each task's --help), while honest requests keep being answered; past the connection cap the oldest idle
  * connections make room.
  */
 import { equal, match } from "node:assert/strict";
 import { consSeeds, testGenesis } from "../ledger/_fixture.ts";
-import { getJson, type NodeProc, prepare, startProc, stopProc } from "../e2e/_ledger_procs.ts";
+import { getJson, type NodeProc, prepare, startProc, stopProc, until } from "../e2e/_ledger_procs.ts";
 import { startTask } from "../actors/worker/_process.ts";
 import { type Held, hold } from "./_sockets.ts";
 
-const BOUNDS = ["--idle-timeout-ms", "1000", "--header-timeout-ms", "1000", "--body-timeout-ms", "1000"];
-/** How late after its deadline a connection may be closed on a loaded machine. */
-const SLACK_MS = 3_000;
+/**
+ * The idle deadline is longer than the others: a server on a loaded machine may read a connection's first byte
+ * only after a second, and until it does the connection is idle (closed silently at its deadline, no 408).
+ */
+const BOUNDS = ["--idle-timeout-ms", "3000", "--header-timeout-ms", "1000", "--body-timeout-ms", "1000"];
+/** The deadline each attacking group must be closed by (a trickler's head deadline or, unread, its idle one). */
+const DEADLINES: Record<string, number> = { head: 1_000, body: 1_000, idle: 3_000, trickle: 3_000 };
+/**
+ * How late after its deadline a connection may be closed on a loaded machine (the whole suite on two cores
+ * can stall an event loop for seconds); the finding was connections held 40-70 s, so this still tells.
+ */
+const SLACK_MS = 8_000;
 
 async function attack(port: number, token: string | null) {
   const auth = token ? `authorization: Bearer ${token}\r\n` : "";
@@ -37,8 +46,9 @@ async function attack(port: number, token: string | null) {
   return groups;
 }
 
-async function expectClosed(groups: Record<string, Held[]>, deadlineMs: number) {
+async function expectClosed(groups: Record<string, Held[]>) {
   for (const [name, held] of Object.entries(groups)) {
+    const deadlineMs = DEADLINES[name]!;
     const results = await Promise.all(held.map((h) => h.closed));
     const latest = Math.max(...results.map((r) => r.ms));
     console.log(`${held.length} ${name} connections: all closed, the last after ${latest.toFixed(0)} ms`);
@@ -65,7 +75,7 @@ Deno.test("the validator RPC closes half-sent heads, unfinished bodies, idle and
     const groups = await attack(port, null);
     all.push(...Object.values(groups).flat());
     const before = await getJson<{ height: number }>(`${node.url}/status`);
-    await expectClosed(groups, 1_000);
+    await expectClosed(groups);
     const after = await getJson<{ height: number }>(`${node.url}/status`);
     equal(after.height > before.height, true, "blocks kept coming");
   } finally {
@@ -87,13 +97,13 @@ Deno.test("past the validator's connection cap the oldest idle connections are c
     for (let i = 0; i < 200; i++) idle.push(await hold(port, ""));
     const status = await getJson<{ role: string }>(`${node.url}/status`);
     equal(status.role, "proposer");
-    // 200 idle connections and one honest request: at most 50 can be open, so at least 151 were closed.
-    let closed = 0;
-    await Promise.race([
-      Promise.all(idle.map((h) => h.closed.then(() => closed++))),
-      new Promise((r) => setTimeout(r, 1_000)),
-    ]);
-    equal(closed >= 151, true, `only ${closed} of 200 idle connections were closed`);
+    // 200 idle connections and one honest request: at most 50 can be open, so at least 151 are closed by the
+    // cap, well before their 10 s idle deadline. Wait for that condition, not for a fixed time: a loaded
+    // machine delivers the closes late.
+    let byCap = 0;
+    for (const h of idle) h.closed.then((r) => r.ms < 9_000 && byCap++);
+    await until("151 idle connections to be closed by the cap", () => byCap >= 151, 60_000)
+      .catch(() => equal(byCap >= 151, true, `only ${byCap} of 200 idle connections were closed by the cap`));
   } finally {
     for (const h of idle) h.stop();
     for (const p of procs) await stopProc(p);
@@ -110,7 +120,7 @@ Deno.test("the worker closes half-sent heads, unfinished bodies (even with its t
     const port = Number(new URL(worker.url).port);
     const groups = await attack(port, token);
     all.push(...Object.values(groups).flat());
-    await expectClosed(groups, 1_000);
+    await expectClosed(groups);
     const res = await fetch(`${worker.url}/status`, { headers: { authorization: `Bearer ${token}` } });
     equal(res.status, 200);
     await res.body?.cancel();

@@ -92,6 +92,11 @@ export async function startInferenceNetwork(
   const genesis = parseJson(await Deno.readTextFile(genesisPath)) as { params: Record<string, number> };
   // A wider challenge window than the devnet's 6 blocks, so a referee on a loaded machine still makes it.
   genesis.params.challenge_blocks = options.challengeBlocks ?? 12;
+  // A challenge's uploads get as many blocks as the window.
+  genesis.params.availability_blocks = Math.max(
+    genesis.params.availability_blocks!,
+    genesis.params.challenge_blocks,
+  );
   genesis.params.min_inference_blocks = genesis.params.challenge_blocks + 1;
   genesis.params.max_inference_blocks = 400;
   await Deno.writeTextFile(genesisPath, canonical(genesis as unknown as JsonValue) + "\n");

@@ -147,7 +147,8 @@ Deno.test("deno task infer refuses control tokens, overlong prompts and bad opti
 });
 
 Deno.test("a Provider started with --forge token is refuted by the Referee through the head; its honest retry settles", async () => {
-  const net = await startInferenceNetwork();
+  // A 40-block window (6 s): the referee replays the response and challenges it within it on a loaded machine.
+  const net = await startInferenceNetwork({ challengeBlocks: 40 });
   const provider = await startTask(
     "provider",
     ["--home", net.homes.forger, "--rpc", net.rpc, "--poll-ms", "100", "--forge", "token"],
@@ -174,10 +175,10 @@ Deno.test("a Provider started with --forge token is refuted by the Referee throu
     assert.match(r.stderr, /response challenged \(fraud, stage 1\)/); // one partition, then the head
     assert.match(r.stderr, /^response 1 was refuted$/m);
     assert.doesNotMatch(r.stderr, /^response 2 was refuted$/m);
-    await referee.waitFor(/^verdict [0-9a-f]{64} stage 1 mismatch generated token/, 30_000);
+    await referee.waitFor(/^verdict [0-9a-f]{64} stage 1 mismatch generated token/, 120_000);
     await referee.waitFor(
       /^outcome [0-9a-f]{64} caught: refuted mismatch: generated token(; the job reopened for another response)?$/,
-      30_000,
+      120_000,
     );
     const forger = (await net.chain.account(net.accounts.forger)).balance;
     assert.equal(forger, 100 * ATOMS_PER_NEURO - 2 * FEE - DEVNET_PARAMS.provider_bond + out.paid);

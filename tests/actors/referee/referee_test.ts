@@ -28,9 +28,10 @@ for (
   ] as const
 ) {
   Deno.test(`the referee catches a worker forging its ${forge}: fraud challenge, chunked upload, seal, resolve, claim rejected with the slash`, async () => {
-    // A 40-block window (6 s at 150 ms blocks): the referee must replay both stages and challenge within it
-    // while the whole default suite runs in parallel on two cores.
-    const net = await startNetwork({ workers: 2, forge: [null, forge], challengeBlocks: 40 });
+    // An 80-block window (12 s at 150 ms blocks): the referee must replay both stages and challenge within it
+    // while the whole default suite runs in parallel on two cores. A caught claim ends at the resolve, so a
+    // wide window costs nothing when the referee is in time.
+    const net = await startNetwork({ workers: 2, forge: [null, forge], challengeBlocks: 80 });
     const referee = await startTask("referee", refereeArgs(net), { listens: false });
     try {
       const chain = new ChainClient(net.rpc);
@@ -41,7 +42,7 @@ for (
       const claimId = claimLine.split(" ")[1]!;
       await referee.waitFor(new RegExp(`^verdict ${claimId} stage 1 mismatch ${what}$`));
       await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 match$`));
-      await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 30_000);
+      await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 120_000);
       const c = await chain.claim(claimId);
       const state = c!.state as { status: string; reason: string };
       assert.equal(state.status, "rejected");
@@ -122,8 +123,9 @@ Deno.test("the referee checks every stage of every honest claim, challenges noth
 });
 
 Deno.test("objects the referee cannot fetch get availability challenges; the sponsor answers each from its workers, and the claim settles", async () => {
-  // Four challenges in a row, each within its reopened window: slower blocks leave room on a loaded machine.
-  const net = await startNetwork({ workers: 2, intervalMs: 250 });
+  // Four challenges in a row, each within its reopened window: slower blocks and a 40-block window (10 s)
+  // leave room on a loaded machine.
+  const net = await startNetwork({ workers: 2, intervalMs: 250, challengeBlocks: 40 });
   // The referee knows no live worker, only the genesis model (as every devnet home does).
   const { storeModel } = await import("../../../kernels/manifest.ts");
   const { ObjectStore } = await import("../../../core/object_store.ts");
@@ -180,7 +182,7 @@ Deno.test("a forged update of stage 0's embedding (over 1 MiB) is refuted throug
     workers: 2,
     forge: ["optimizer", null],
     config: WIDE_VOCAB,
-    challengeBlocks: 40,
+    challengeBlocks: 80,
     // 2 MiB of uploads at 150 ms blocks: a loaded 2-core machine may take far more than the devnet's 20 blocks.
     availabilityBlocks: 200,
   });
@@ -196,7 +198,7 @@ Deno.test("a forged update of stage 0's embedding (over 1 MiB) is refuted throug
     await referee.waitFor(
       new RegExp(`^challenge ${claimId} stage 0 fraud \\(optimizer update, block head update\\)$`),
     );
-    await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`));
+    await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 120_000);
     const uploads = referee.lines.filter((l) => l.includes(`upload ${embed.slice(0, 12)} `));
     assert.deepEqual(uploads.map((l) => l.split(" ").at(-1)), ["1/2", "2/2"]);
     const size =
@@ -250,14 +252,15 @@ async function submitGrow(net: Awaited<ReturnType<typeof startNetwork>>, forged:
 
 for (const forged of [false, true]) {
   Deno.test(`the referee replays ${forged ? "a forged" : "an honest"} growth from the parent's last block alone and ${forged ? "gets it rejected" : "lets it settle"}`, async () => {
-    const net = await startNetwork({ workers: 2 });
+    // A forged growth must be challenged, uploaded and resolved within the window: 80 blocks (12 s).
+    const net = await startNetwork({ workers: 2, challengeBlocks: forged ? 80 : 12 });
     const referee = await startTask("referee", refereeArgs(net), { listens: false });
     try {
       const claimId = await submitGrow(net, forged);
       await referee.waitFor(new RegExp(`^claim ${claimId} growth at height \\d+$`));
       if (forged) {
         await referee.waitFor(new RegExp(`^verdict ${claimId} stage 0 mismatch growth$`));
-        await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 30_000);
+        await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 120_000);
         // Only the parent's last block was uploaded.
         const uploads = referee.lines.filter((l) => l.startsWith("publish "));
         assert.deepEqual(uploads.map((l) => l.split(" ").slice(-2).join(" ")), [
@@ -267,7 +270,7 @@ for (const forged of [false, true]) {
       } else {
         await referee.waitFor(
           new RegExp(`^outcome ${claimId} clean: every stage matches; the claim is settled$`),
-          30_000,
+          120_000,
         );
       }
       const chain = new ChainClient(net.rpc);

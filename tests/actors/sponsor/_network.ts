@@ -104,13 +104,14 @@ export async function startNetwork(
   // A wider challenge window than the devnet's 6 blocks, so a referee on a loaded machine still makes it.
   const genesis = parseJson(await Deno.readTextFile(genesisPath)) as { params: Record<string, number> };
   genesis.params.challenge_blocks = options.challengeBlocks ?? 12;
-  if (options.availabilityBlocks !== undefined) {
-    genesis.params.availability_blocks = options.availabilityBlocks;
-    genesis.params.max_claim_blocks = Math.max(
-      genesis.params.max_claim_blocks!,
-      genesis.params.challenge_blocks + 2 * options.availabilityBlocks,
-    );
-  }
+  // A challenge's uploads get as many blocks as the window unless told (a wide window is for a slow, loaded
+  // machine), and a claim lives long enough for a few such windows in a row (availability challenges reopen it).
+  genesis.params.availability_blocks = options.availabilityBlocks ??
+    Math.max(genesis.params.availability_blocks!, genesis.params.challenge_blocks);
+  genesis.params.max_claim_blocks = Math.max(
+    genesis.params.max_claim_blocks!,
+    3 * (genesis.params.challenge_blocks + genesis.params.availability_blocks),
+  );
   genesis.params.min_inference_blocks = Math.max(
     genesis.params.min_inference_blocks!,
     genesis.params.challenge_blocks + 1,
