@@ -24,7 +24,7 @@ import { place } from "../kernels/placement.ts";
 import { sha256Hex } from "../core/digest.ts";
 import { computeAnswer, ModelCache } from "../actors/provider/answer.ts";
 import { storeModel } from "../kernels/manifest.ts";
-import { devnetCapacities } from "../genesis/devnet/network.ts";
+import { devnetCapacities } from "../devnet/network.ts";
 
 const model = initModel(PRESETS.devnet, 1);
 const PROMPT = Array.from({ length: 32 }, (_, i) => (i * 37 + 5) % 4096);

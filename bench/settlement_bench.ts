@@ -33,7 +33,7 @@ import { uploadChunks } from "../ledger/training/wire.ts";
 import { replayStage } from "../kernels/referee.ts";
 import { DEVNET_PARAMS } from "../workflows/params.ts";
 import { devnetContents } from "../genesis/devnet/contents.ts";
-import { devnetCapacities } from "../genesis/devnet/network.ts";
+import { devnetCapacities } from "../devnet/network.ts";
 // Test helpers reused as they are: attested blocks, and a stage-by-stage step with an optional forger.
 import { attest, CHAIN, cons, owners, T0 } from "../tests/ledger/_fixture.ts";
 import { computeStep, metadataFor } from "../tests/ledger/training/_pipeline.ts";

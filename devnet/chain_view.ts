@@ -11,9 +11,9 @@
  * (await chain.lifecycle()).training_round;
  * ```
  */
-import { isObject, type JsonObject, type JsonValue, parseJson } from "../../core/canonical.ts";
-import { id } from "../../core/digest.ts";
-import { fromHexFloat } from "../../core/hex_float.ts";
+import { isObject, type JsonObject, type JsonValue, parseJson } from "../core/canonical.ts";
+import { id } from "../core/digest.ts";
+import { fromHexFloat } from "../core/hex_float.ts";
 
 /** The parts of `/lifecycle` the devnet shows. */
 export interface Lifecycle {

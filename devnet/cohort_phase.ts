@@ -13,10 +13,10 @@
  * // const cohort = await admitCohort({ sup, layout, rpc, say, signal });
  * ```
  */
-import { isObject, type JsonObject } from "../../core/canonical.ts";
-import type { DevnetLayout } from "../devnet_builder.ts";
+import { isObject, type JsonObject } from "../core/canonical.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import type { ChainView } from "./chain_view.ts";
-import { DEVNET_SOURCE_ROWS } from "./sources.ts";
+import { DEVNET_SOURCE_ROWS } from "../genesis/devnet/sources.ts";
 import type { Supervisor } from "./supervisor.ts";
 
 /** What the phase needs. */

@@ -19,9 +19,9 @@
  * // await runEvaluationPhase({ sup, layout, rpc, workersFile, say, signal });
  * ```
  */
-import { isObject, type JsonObject, parseJson } from "../../core/canonical.ts";
-import { fromHexFloat } from "../../core/hex_float.ts";
-import type { DevnetLayout } from "../devnet_builder.ts";
+import { isObject, type JsonObject, parseJson } from "../core/canonical.ts";
+import { fromHexFloat } from "../core/hex_float.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import type { Supervisor } from "./supervisor.ts";
 
 /** What the phase needs. */

@@ -11,7 +11,7 @@
  * // const evaluations = await collectEvaluations(new ChainView(rpc));
  * ```
  */
-import { isObject, type JsonObject } from "../../core/canonical.ts";
+import { isObject, type JsonObject } from "../core/canonical.ts";
 import type { ChainView } from "./chain_view.ts";
 
 /** One gate group's result. */

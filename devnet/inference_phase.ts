@@ -14,13 +14,13 @@
  * // await runInferencePhase(sup, layout, rpc, true, say);
  * ```
  */
-import { canonical, parseJson } from "../../core/canonical.ts";
-import { ObjectStore } from "../../core/object_store.ts";
-import { followJob, payQuestion } from "../../actors/client/ask.ts";
-import { ChainClient } from "../../actors/common/chain.ts";
-import { Journal } from "../../actors/runtime/journal.ts";
-import { loadKeyFile } from "../../ledger/keys.ts";
-import type { DevnetLayout } from "../devnet_builder.ts";
+import { canonical, parseJson } from "../core/canonical.ts";
+import { ObjectStore } from "../core/object_store.ts";
+import { followJob, payQuestion } from "../actors/client/ask.ts";
+import { ChainClient } from "../actors/common/chain.ts";
+import { Journal } from "../actors/runtime/journal.ts";
+import { loadKeyFile } from "../ledger/keys.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import type { Supervisor } from "./supervisor.ts";
 
 /** The questions of the phase: which provider home answers, and the prompt. */

@@ -6,9 +6,9 @@
  * token files, capacities that place the devnet model on 3 stages). The sponsor and the evaluator are started
  * by the scenario, phase by phase.
  */
-import { PRESETS } from "../../kernels/config.ts";
-import { componentParameters } from "../../kernels/model.ts";
-import type { DevnetLayout } from "../devnet_builder.ts";
+import { PRESETS } from "../kernels/config.ts";
+import { componentParameters } from "../kernels/model.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
 
 /** The running network. */

@@ -16,9 +16,9 @@
  * Every phase change is journaled before it is acted on, and the rest is read from the chain, so running it
  * again after a SIGKILL at any moment ends in the same final state.
  */
-import { isObject, type JsonObject, parseJson } from "../../core/canonical.ts";
-import { fromHexFloat } from "../../core/hex_float.ts";
-import { type DevnetLayout, ensureDevnet } from "../devnet_builder.ts";
+import { isObject, type JsonObject, parseJson } from "../core/canonical.ts";
+import { fromHexFloat } from "../core/hex_float.ts";
+import { type DevnetLayout, ensureDevnet } from "../genesis/devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
 import { loadScenario, saveScenario, type Scenario, scenarioFor, targetSteps } from "./scenario_journal.ts";
 import { collectSummary, type DevnetSummary } from "./summary.ts";
@@ -26,7 +26,7 @@ import { admitCohort } from "./cohort_phase.ts";
 import { type ForgerMode, startForger, startNetwork } from "./network.ts";
 import { hasEvaluatorHome, runEvaluationPhase } from "./evaluation_phase.ts";
 import { provideServingModel } from "./serve_model.ts";
-import { ChainClient } from "../../actors/common/chain.ts";
+import { ChainClient } from "../actors/common/chain.ts";
 import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
 

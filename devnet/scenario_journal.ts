@@ -17,8 +17,8 @@
  * await saveScenario(dir, { ...s, phase: "forge", forge_from_height: 42 });
  * ```
  */
-import { canonical, hasExactKeys, isObject, parseJson } from "../../core/canonical.ts";
-import { ProtocolError } from "../../core/errors.ts";
+import { canonical, hasExactKeys, isObject, parseJson } from "../core/canonical.ts";
+import { ProtocolError } from "../core/errors.ts";
 
 /** A scenario phase. */
 export type ScenarioPhase = "cohort" | "honest" | "forge" | "after" | "evaluate" | "done";

@@ -12,10 +12,10 @@
  * // await provideServingModel(chain, servingRoot, layout.provider, [...layout.workers, layout.forger]);
  * ```
  */
-import { canonicalBytes, type JsonValue } from "../../core/canonical.ts";
-import { ProtocolError } from "../../core/errors.ts";
-import { ObjectStore } from "../../core/object_store.ts";
-import type { ChainClient } from "../../actors/common/chain.ts";
+import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
+import { ProtocolError } from "../core/errors.ts";
+import { ObjectStore } from "../core/object_store.ts";
+import type { ChainClient } from "../actors/common/chain.ts";
 
 /** Copies model `root` (manifest and components) into `home`'s store from `sources` (homes); objects copied. */
 export async function provideServingModel(

@@ -11,12 +11,12 @@
  * ```
  */
 import { DatabaseSync } from "node:sqlite";
-import type { JsonObject } from "../../core/canonical.ts";
-import type { DevnetLayout } from "../devnet_builder.ts";
-import { parseJson } from "../../core/canonical.ts";
-import { ObjectStore } from "../../core/object_store.ts";
-import { ChainClient } from "../../actors/common/chain.ts";
-import { loadCodec } from "../../text/codec.ts";
+import type { JsonObject } from "../core/canonical.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
+import { parseJson } from "../core/canonical.ts";
+import { ObjectStore } from "../core/object_store.ts";
+import { ChainClient } from "../actors/common/chain.ts";
+import { loadCodec } from "../text/codec.ts";
 import { ChainView, type ClaimOutcome } from "./chain_view.ts";
 import { loadInferenceJobs } from "./inference_phase.ts";
 import { collectEvaluations, evaluationLines, type EvaluationOutcome } from "./evaluation_summary.ts";

@@ -16,9 +16,9 @@
  * await s.stopAll();
  * ```
  */
-import { ProtocolError } from "../../core/errors.ts";
+import { ProtocolError } from "../core/errors.ts";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
+const ROOT = new URL("../", import.meta.url).pathname;
 const LISTENING = /listening (?:on )?(http:\/\/127\.0\.0\.1:\d+)/;
 
 /** How to start one child. */
@@ -135,7 +135,7 @@ export class Supervisor {
         "run",
         "--allow-read",
         "--allow-run",
-        `${ROOT}genesis/devnet/watchdog.ts`,
+        `${ROOT}devnet/watchdog.ts`,
         String(Deno.pid),
         s.dir,
       ],

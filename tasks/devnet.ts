@@ -1,7 +1,7 @@
 /** `deno task devnet`: build the devnet if needed, run the training scenario on it and print the summary. */
-import { Supervisor } from "../genesis/devnet/supervisor.ts";
-import { prepareDevnet, runScenario, summaryJson } from "../genesis/devnet/scenario.ts";
-import { formatSummary } from "../genesis/devnet/summary.ts";
+import { Supervisor } from "../devnet/supervisor.ts";
+import { prepareDevnet, runScenario, summaryJson } from "../devnet/scenario.ts";
+import { formatSummary } from "../devnet/summary.ts";
 import { integerOption, parse, runTask, UsageError } from "./_cli.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { installedTool } from "../ledger/abci/cometbft_pin.ts";

@@ -1,6 +1,6 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { toHexFloat } from "../../../core/hex_float.ts";
-import { evaluatorLine } from "../../../genesis/devnet/evaluation_phase.ts";
+import { toHexFloat } from "../../core/hex_float.ts";
+import { evaluatorLine } from "../../devnet/evaluation_phase.ts";
 
 Deno.test("the evaluator's events become [evaluate] lines with decimal losses; account, waiting and decision lines are not shown", () => {
   const id = "ab".repeat(32);

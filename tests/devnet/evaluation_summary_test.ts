@@ -1,6 +1,6 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import type { JsonObject } from "../../../core/canonical.ts";
-import { evaluationLines, evaluationOutcome } from "../../../genesis/devnet/evaluation_summary.ts";
+import type { JsonObject } from "../../core/canonical.ts";
+import { evaluationLines, evaluationOutcome } from "../../devnet/evaluation_summary.ts";
 
 const A = "a".repeat(64), B = "b".repeat(64), C = "c".repeat(64), E = "e".repeat(64);
 

@@ -1,14 +1,14 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import type { ProtocolError } from "../../../core/errors.ts";
-import { toHexFloat } from "../../../core/hex_float.ts";
+import type { ProtocolError } from "../../core/errors.ts";
+import { toHexFloat } from "../../core/hex_float.ts";
 import {
   loadScenario,
   newScenario,
   saveScenario,
   scenarioFor,
   targetSteps,
-} from "../../../genesis/devnet/scenario_journal.ts";
-import { progressLine } from "../../../genesis/devnet/scenario.ts";
+} from "../../devnet/scenario_journal.ts";
+import { progressLine } from "../../devnet/scenario.ts";
 
 Deno.test("the scenario journal round-trips through its file and a missing file means a new scenario", async () => {
   const dir = await Deno.makeTempDir();

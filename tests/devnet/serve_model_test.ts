@@ -1,10 +1,10 @@
 import { deepStrictEqual as assertEquals, rejects } from "node:assert/strict";
-import { canonicalBytes, type JsonValue } from "../../../core/canonical.ts";
-import { id } from "../../../core/digest.ts";
-import { ObjectStore } from "../../../core/object_store.ts";
-import type { ChainClient } from "../../../actors/common/chain.ts";
-import type { Manifest } from "../../../kernels/manifest.ts";
-import { provideServingModel } from "../../../genesis/devnet/serve_model.ts";
+import { canonicalBytes, type JsonValue } from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
+import { ObjectStore } from "../../core/object_store.ts";
+import type { ChainClient } from "../../actors/common/chain.ts";
+import type { Manifest } from "../../kernels/manifest.ts";
+import { provideServingModel } from "../../devnet/serve_model.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 

@@ -1,5 +1,5 @@
 import { deepStrictEqual as assertEquals, equal, match, rejects } from "node:assert/strict";
-import { Supervisor, taskCommand } from "../../../genesis/devnet/supervisor.ts";
+import { Supervisor, taskCommand } from "../../devnet/supervisor.ts";
 
 function pids(dir: string): { supervisor: number; children: { name: string; pid: number }[] } {
   return JSON.parse(Deno.readTextFileSync(`${dir}/pids.json`));

@@ -4,9 +4,9 @@
  * (the same kernels, batches and placement), and end any process a killed devnet left behind.
  */
 import { devnetContents } from "../../genesis/devnet/contents.ts";
-import { devnetCapacities } from "../../genesis/devnet/network.ts";
-import { alive } from "../../genesis/devnet/supervisor.ts";
-import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
+import { devnetCapacities } from "../../devnet/network.ts";
+import { alive } from "../../devnet/supervisor.ts";
+import type { DevnetSummary } from "../../devnet/summary.ts";
 import { fromHexFloat } from "../../core/hex_float.ts";
 import { PRESETS } from "../../kernels/config.ts";
 import { initModel, type Model } from "../../kernels/model.ts";

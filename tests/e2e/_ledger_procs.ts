@@ -5,7 +5,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { canonical, type JsonObject } from "../../core/canonical.ts";
 import { createConsensusKeyFile } from "../../ledger/consensus_key.ts";
-import { terminate } from "../../genesis/devnet/supervisor.ts";
+import { terminate } from "../../devnet/supervisor.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 

@@ -7,7 +7,7 @@
 import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
 import { installedTool } from "../../ledger/abci/cometbft_pin.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
-import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
+import type { DevnetSummary } from "../../devnet/summary.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
 import { devnetSchedule, honestRun, killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
 

@@ -2,7 +2,7 @@ import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../workflows/params.ts";
 import { DEVNET_FUNDING } from "../../genesis/devnet_builder.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
-import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
+import type { DevnetSummary } from "../../devnet/summary.ts";
 import {
   devnetSchedule,
   type ExpectedGate,

@@ -10,7 +10,7 @@
 import { deepStrictEqual as assertEquals, equal, match } from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
-import type { DevnetSummary } from "../../genesis/devnet/summary.ts";
+import type { DevnetSummary } from "../../devnet/summary.ts";
 import { killLeftovers, liveChildren } from "../e2e/_devnet.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
