@@ -46,6 +46,7 @@ export interface MatmulExports {
   tile_cols: WebAssembly.Global;
   panel_group: WebAssembly.Global;
   matmul(...args: number[]): void;
+  pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;
 }
 
 /**

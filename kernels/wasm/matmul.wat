@@ -223,11 +223,27 @@
       (br $next_g)))
   )
 
+  ;; Every panel of B packed once, as the matmul packs them group by group: panel p (columns 12p … 12p+11,
+  ;; zero past N) at $dst + p·K·48 bytes, ceil(N/12)·K·12 floats in all. A B packed so (a resident weight,
+  ;; see matmul_wasm.ts makeResident) is passed to the matmul with $bp = 1, which then reads its panels where
+  ;; they are instead of packing them again: the same values in the same places, so the same bits.
+  (func (export "pack_b_all") (param $src i32) (param $dst i32) (param $K i32) (param $N i32) (param $bT i32)
+    (local $j0 i32)
+    (local.set $j0 (i32.const 0))
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $j0) (local.get $N)))
+      (call $pack_group (local.get $src)
+        (i32.add (local.get $dst) (i32.mul (i32.div_u (local.get $j0) (i32.const 12)) (i32.mul (local.get $K) (i32.const 48))))
+        (local.get $K) (local.get $N) (local.get $j0) (local.get $bT))
+      (local.set $j0 (i32.add (local.get $j0) (i32.const 96)))
+      (br $next))))
+
   ;; Columns $jlo ≤ j < min($jhi, N) of C[M,N] (row-major at $c) = A·B; $jlo is a multiple of 12 (of 96 for
-  ;; whole panel groups). $pa holds ceil(M/3)*3*K floats, $pb 8*12*K floats, $scr 36 floats.
+  ;; whole panel groups). $pa holds ceil(M/3)*3*K floats, $pb 8*12*K floats, $scr 36 floats. With $bp = 1, $b
+  ;; is B already packed by pack_b_all (with the same $bT) and $pb is not used.
   (func (export "matmul") (param $a i32) (param $b i32) (param $c i32) (param $pa i32) (param $pb i32)
     (param $scr i32) (param $M i32) (param $K i32) (param $N i32) (param $aT i32) (param $bT i32)
-    (param $jlo i32) (param $jhi i32)
+    (param $jlo i32) (param $jhi i32) (param $bp i32)
     (local $j0 i32) (local $i0 i32) (local $pak i32) (local $pbk i32) (local $end i32) (local $pbp i32) (local $g i32)
     (local $row i32) (local $r i32) (local $q i32) (local $nr i32) (local $nc i32)
     (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $bv v128)
@@ -242,8 +258,13 @@
       ;; Every 8th panel, pack the next group of 8; $pbp walks the group's panels.
       (if (i32.eqz (local.get $g))
         (then
-          (call $pack_group (local.get $b) (local.get $pb) (local.get $K) (local.get $N) (local.get $j0) (local.get $bT))
-          (local.set $pbp (local.get $pb))))
+          (if (local.get $bp)
+            (then (local.set $pbp (i32.add (local.get $b)
+              (i32.mul (i32.div_u (local.get $j0) (i32.const 12)) (i32.mul (local.get $K) (i32.const 48))))))
+            (else
+              (call $pack_group (local.get $b) (local.get $pb) (local.get $K) (local.get $N) (local.get $j0)
+                (local.get $bT))
+              (local.set $pbp (local.get $pb))))))
       (local.set $i0 (i32.const 0))
       (local.set $pak (local.get $pa))
       (block $done_i (loop $next_i

@@ -134,7 +134,11 @@ export function wasmMatmul(
   if (ranges.length > 1 && km.pool.ready(ranges.length - 1) === 0 && km.pool.disabled !== null) {
     ranges = [[0, N]]; // no workers will come: one range avoids packing A again for nothing
   }
-  const inPlace = { a: isResident(a) ? a.byteOffset : null, b: isResident(b) ? b.byteOffset : null };
+  const packed = packedB(b, layout[1] === "t" ? 1 : 0, K, N);
+  const inPlace = {
+    a: isResident(a) ? a.byteOffset : null,
+    b: packed ?? (isResident(b) ? b.byteOffset : null),
+  };
   let at = layoutFor(M, K, N, ranges.length, km.matmul, inPlace);
   if (at.end > MAX_BYTES) {
     ranges = [[0, N]];
@@ -150,7 +154,7 @@ export function wasmMatmul(
   const aT = layout[0] === "t" ? 1 : 0, bT = layout[1] === "t" ? 1 : 0;
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
-    return [MATMUL_KERNEL, at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi];
+    return [MATMUL_KERNEL, at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi, packed === null ? 0 : 1];
   });
   const run = (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
@@ -158,15 +162,34 @@ export function wasmMatmul(
   out.set(new Float32Array(buf, at.c, M * N));
 }
 
+/** Resident matrices whose panels are also packed once (`makeResident`): where, and for which use as B. */
+const PACKED = new WeakMap<Float32Array, { at: number; bT: number; K: number; N: number }>();
+
+/**
+ * Where `b`'s panels are packed (`makeResident`) for a matmul with this B layout (`bT` 1: stored [N,K]) and
+ * size, or null (then the matmul packs them per call).
+ */
+export function packedB(b: Float32Array, bT: number, K: number, N: number): number | null {
+  const p = PACKED.get(b);
+  return p !== undefined && p.bT === bT && p.K === K && p.N === N ? p.at : null;
+}
+
 /**
  * Moves every matrix (2-D tensor) of `components` into the kernels' resident memory, replacing each tensor
  * with a view of the same values there, so every later matmul reads those weights in place instead of
- * copying them in. For a model that is only run (generation): the memory is never given back. Returns the
- * bytes moved (0 when the kernels are unavailable).
+ * copying them in. With `prepack` (the default) each matrix [R, C] is also packed once into the panels the
+ * matmul packs it into as B of a linear layer (`y = x·Wᵀ`, layout "nt": N = R, K = C), so those matmuls
+ * read the panels in place instead of packing the weight again on every call; that doubles the resident
+ * bytes (the plain values stay, for every other use). For a model that is only run (generation): the memory
+ * is never given back. Returns the bytes moved and packed (0 when the kernels are unavailable).
  */
-export function makeResident(components: Record<string, Tensors>): number {
+export function makeResident(
+  components: Record<string, Tensors>,
+  options: { prepack?: boolean } = {},
+): number {
   const km = kernelMemory();
   if (km === null) return 0;
+  const prepack = options.prepack ?? true;
   let moved = 0;
   for (const tensors of Object.values(components)) {
     for (const [name, t] of Object.entries(tensors)) {
@@ -175,6 +198,13 @@ export function makeResident(components: Record<string, Tensors>): number {
       view.set(t.data);
       tensors[name] = { shape: t.shape, data: view };
       moved += t.data.byteLength;
+      if (!prepack) continue;
+      const [N, K] = t.shape as [number, number];
+      const bytes = Math.ceil(N / 12) * K * 48;
+      const at = allocResident(km, bytes);
+      km.matmul.pack_b_all(view.byteOffset, at, K, N, 1);
+      PACKED.set(view, { at, bT: 1, K, N });
+      moved += bytes;
     }
   }
   return moved;

@@ -11,7 +11,7 @@ import {
   kernelMemory,
   residentFloat32,
 } from "../../kernels/wasm/kernel_memory.ts";
-import { makeResident, wasmMatmul } from "../../kernels/wasm/matmul_wasm.ts";
+import { makeResident, packedB, wasmMatmul } from "../../kernels/wasm/matmul_wasm.ts";
 import { adversarial, firstBitDifference, LAYOUTS, rng, uniform } from "./_matmul_util.ts";
 
 function resident(x: Float32Array): Float32Array {
@@ -49,11 +49,14 @@ Deno.test("a resident model generates the same tokens and logits as the same mod
       for (const t of Object.values(c)) t.data.forEach((v, i) => t.data[i] = Math.fround(v * 6));
     }
   }
+  const matrices = Object.values(moved.components).flatMap((c) => Object.values(c)).filter((t) =>
+    t.shape.length === 2
+  );
   const bytes = makeResident(moved.components);
+  // Each matrix [R, C] is moved (R·C floats) and packed for y = x·Wᵀ (ceil(R/12)·12·C floats).
   assert.equal(
     bytes,
-    Object.values(moved.components).flatMap((c) => Object.values(c)).filter((t) => t.shape.length === 2)
-      .reduce((n, t) => n + t.data.byteLength, 0),
+    matrices.reduce((n, t) => n + t.data.byteLength + Math.ceil(t.shape[0]! / 12) * 48 * t.shape[1]!, 0),
   );
   assert.ok(isResident(moved.components.embed!["embed_tokens.weight"]!.data));
   assert.equal(makeResident(moved.components), 0); // already resident
@@ -62,4 +65,31 @@ Deno.test("a resident model generates the same tokens and logits as the same mod
   const got = generateDrafted(moved, prompt, 12, { drafter: new Q8Drafter(moved) });
   assert.deepEqual(got.tokens, want.tokens);
   got.logits.forEach((l, i) => assert.equal(firstBitDifference(l, want.logits[i]!), -1, `token ${i}`));
+});
+
+Deno.test("a prepacked resident weight gives the reference's bits as B of y = x·Wᵀ, and is packed per call otherwise", () => {
+  const next = rng(83);
+  // N: a multiple of 96, of 12 only, neither; M from one row (decode) to several row tiles; K odd.
+  for (
+    const [M, K, N] of [[1, 64, 192], [1, 37, 29], [7, 101, 250], [64, 96, 1000], [4, 576, 1536]] as const
+  ) {
+    const x = adversarial(next, M * K), w = uniform(next, N * K); // w: [N,K]
+    const parts = { layer: { w: { shape: [N, K], data: w.slice() } } };
+    assert.ok(makeResident(parts) > N * K * 4);
+    const rw = parts.layer.w.data;
+    assert.ok(isResident(rw));
+    for (const layout of LAYOUTS) { // "nt" and "tt" read the packed panels, "nn" and "tn" pack per call
+      const [m, k, n] = layout[1] === "t" ? [M, K, N] : [M, N, K]; // as [K,N], w is [N,K] read the other way
+      const a = layout[1] === "t" ? x : adversarial(next, M * N);
+      const want = new Float32Array(m * n);
+      matmulReference(a, w, want, m, k, n, layout);
+      assert.equal(packedB(rw, layout[1] === "t" ? 1 : 0, k, n) !== null, layout[1] === "t", layout);
+      for (const threads of [1, 2, 3]) {
+        const got = new Float32Array(m * n);
+        wasmMatmul(a, rw, got, m, k, n, layout, threads);
+        assert.equal(firstBitDifference(got, want), -1, `${layout} ${m}x${k}x${n} ${threads} threads`);
+      }
+    }
+    assert.deepEqual(rw, w); // read, never written
+  }
 });

@@ -1,7 +1,8 @@
 /**
  * Test helper run as a subprocess by the SmolLM2 parity tests: loads the GGUF given as the first argument and
  * prints one JSON line with the SHA-256 of the logits of a 24-token prompt (every position), the greedy answer
- * (16 ids and the SHA-256 of their logits) from `generate`, from draft-and-verify with the int8 drafter and
+ * (16 ids and the SHA-256 of their logits) from `generate`, then with the weights resident and prepacked
+ * (`makeResident`, as `deno task generate` has them) from draft-and-verify with the int8 drafter and
  * with a deliberately wrong drafter (every third proposal changed), the drafting figures, the record root of
  * one 3-stage SGD step on the prompt's first 16 tokens (attention backward and the head's cross-entropy), and
  * the kernel threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
@@ -17,7 +18,7 @@ import { componentNames, componentParameters } from "../../kernels/model.ts";
 import { place } from "../../kernels/placement.ts";
 import { trainStep } from "../../kernels/step.ts";
 import { kernelThreads } from "../../kernels/threads.ts";
-import { wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
+import { makeResident, wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
 
 /** The prompt: "The history of mathematics spans thousands of years. Early civilizations" and more. */
 export const PROBE_PROMPT = [
@@ -55,6 +56,10 @@ const answer = (g: Generation) => ({
   tokens: g.tokens,
   logits: sha256Hex(new Uint8Array(g.logits.flatMap((l) => [...new Uint8Array(l.slice().buffer)]))),
 });
+const greedy = answer(generate(model, PROBE_PROMPT, 16));
+// From here on the weights are resident and prepacked (as in deno task generate): the drafted answers and
+// the training step read them there.
+makeResident(model.components);
 const q8 = new Q8Drafter(model);
 let n = 0;
 const wrong: Drafter = {
@@ -72,7 +77,7 @@ const batch = { input_ids: [ids], labels: [[...ids.slice(1), -100]] };
 const step = trainStep({ model, manifest, batch, partitions, learningRate: 1e-4, clip: 1, step: 0 });
 console.log(JSON.stringify({
   logits: root(logits),
-  greedy: answer(generate(model, PROBE_PROMPT, 16)),
+  greedy,
   drafted: answer(drafted),
   perturbed: answer(perturbed),
   stats: { drafted: drafted.stats, perturbed: perturbed.stats },
