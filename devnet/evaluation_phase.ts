@@ -4,10 +4,10 @@
  * scenario forges, the forging worker restarted with `--forge score` (on its port, so every workers file
  * stays true). The Evaluator opens the evaluation of the cohort's candidate (the learning root) against the
  * serving root, scores every window of the four groups, and finishes it; the ledger's integer gate decides.
- * The Evaluator starts each group on another worker of the pool, so exactly one group's first score has the
- * forger computing its head: it reports those windows' losses halved, the referee (already running) replays
- * the head, challenges and gets the score rejected with the slash, and the Evaluator scores the window again
- * on the next worker.
+ * The Evaluator starts each group on another worker of the pool, so exactly one group's first score (the
+ * candidate's retention windows, the first score it submits) has the forger computing its head: it reports
+ * those windows' losses halved, the referee (already running) replays the head, challenges and gets the score
+ * rejected with the slash, and the Evaluator scores the window again on the next worker.
  *
  * Everything the phase does is journaled by the Evaluator (every transaction's intent, bytes and hash before
  * it is sent) or read from the chain, so a devnet killed during the phase runs the Evaluator again, which
@@ -29,7 +29,7 @@ export interface EvaluationPhase {
   readonly sup: Supervisor;
   readonly layout: DevnetLayout;
   readonly rpc: string;
-  /** The Evaluator's workers file (the honest workers, then the score forger when the scenario forges). */
+  /** The Evaluator's workers file (the honest workers, and the score forger when the scenario forges). */
   readonly workersFile: string;
   readonly say: (line: string) => void;
   readonly signal: AbortSignal;

@@ -22,7 +22,7 @@ export interface Network {
   readonly workersFile: string;
   /** The forging pipeline: worker-0, the forger (stage 1), worker-2, then worker-1 unplaced. */
   readonly forgeWorkersFile: string | null;
-  /** The evaluator's pool: worker-0, worker-1, worker-2, then the forger when the scenario forges. */
+  /** The evaluator's pool: worker-0, worker-1, the forger (when the scenario forges), worker-2. */
   readonly evaluateWorkersFile: string;
   /** The forger's URL (it keeps its port when it is restarted in another forge mode). */
   readonly forgerUrl: string | null;
@@ -109,7 +109,17 @@ export async function startNetwork(
   const refereeHomes = forgerUrl ? [...layout.workers, layout.forger] : layout.workers;
   const refereeUrls = forgerUrl ? [...workerUrls, forgerUrl] : workerUrls;
   await writeWorkers(`${dir}/referee-workers.json`, refereeHomes, refereeUrls);
-  await writeWorkers(`${dir}/workers-evaluate.json`, refereeHomes, refereeUrls);
+  if (forgerUrl) {
+    // The evaluator starts group k on worker k (candidate retention on the third): the forger there computes
+    // the head of the first score the evaluator submits, so the referee checks the forged score first.
+    const pool = [layout.workers[0]!, layout.workers[1]!, layout.forger, layout.workers[2]!];
+    await writeWorkers(`${dir}/workers-evaluate.json`, pool, [
+      workerUrls[0]!,
+      workerUrls[1]!,
+      forgerUrl,
+      workerUrls[2]!,
+    ]);
+  } else await writeWorkers(`${dir}/workers-evaluate.json`, layout.workers, workerUrls);
   if (forgerUrl) {
     // Stage 1 is the forger's; worker-1 stays in the file (unplaced) so the forger can copy its components.
     const forge = [layout.workers[0]!, layout.forger, layout.workers[2]!, layout.workers[1]!];

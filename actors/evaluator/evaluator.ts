@@ -54,7 +54,11 @@ export interface EvaluatorSetup {
   readonly pollMs?: number;
 }
 
-const SIDES = ["baseline", "candidate"] as const;
+/**
+ * The order a pass scores and submits the groups in: the candidate's first, so a referee that checks claims in
+ * the order they were committed reaches the scores that could move the serving root first.
+ */
+const SCORE_ORDER = ["candidate", "baseline"] as const;
 const ROLES = ["retention", "fresh"] as const;
 const GROUPS = ["baseline_retention", "baseline_fresh", "candidate_retention", "candidate_fresh"];
 
@@ -111,7 +115,7 @@ export class Evaluator {
         if (!open) await this.finish(evaluationId);
         else {
           const next: ScoreWork[] = [];
-          for (const side of SIDES) {
+          for (const side of SCORE_ORDER) {
             for (const role of ROLES) {
               const g = groups[`${side}_${role}`]!;
               if (g.pending === null && g.settled < g.total) next.push({ side, role, offset: g.settled });
@@ -179,59 +183,17 @@ export class Evaluator {
   }
 
   /**
-   * Scores the next windows of each open group (one attempt each), then submits the claims pipelined: signed
-   * with consecutive nonces, journaled and broadcast in order, then confirmed, so the groups' challenge
-   * windows run side by side instead of one group waiting for another's commit.
+   * Scores the next windows of each open group (one attempt each, computed concurrently on the workers), then
+   * submits the claims pipelined in `SCORE_ORDER`: signed with consecutive nonces, journaled and broadcast in
+   * order, then confirmed, so the groups' challenge windows run side by side instead of one group waiting for
+   * another's commit.
    */
   private async scoreGroups(evaluationId: string, e: JsonObject, work: readonly ScoreWork[]): Promise<void> {
     const { chain, home } = this.setup;
     const scores = e.scores as { side: string; role: string; offset: number; status: string }[];
-    const txs: TxSpec[] = [];
-    const losses: string[] = [];
-    for (const { side, role, offset } of work) {
-      const attempt = scores.filter((s) => s.side === side && s.role === role && s.offset === offset).length;
-      const intent = `score:${evaluationId}:${side}_${role}:${offset}:${attempt}`;
-      if (this.submitter.record(intent)?.status === "committed") continue; // waiting for the chain to show it
-      const modelRoot = e[side] as string;
-      const manifest = await chain.manifest(modelRoot);
-      const partitions = place(configFromJson(manifest.config), this.setup.entries.map((x) => x.capacity));
-      const n = this.setup.workers.length;
-      // Each group starts on another worker, and each retry at an offset moves on by one more.
-      const shift = attempt + GROUPS.indexOf(`${side}_${role}`);
-      const rotated = this.setup.workers.map((_, i) => this.setup.workers[(i + shift) % n]!);
-      const roots = ((e.windows as JsonObject)[role] as string[]).slice(offset, offset + 4);
-      const windows = await Promise.all(roots.map((r) => chain.batch(r)));
-      this.say(
-        evaluationId,
-        "score",
-        `${side} ${role} windows ${offset}-${offset + roots.length - 1} attempt ${attempt}`,
-      );
-      const out = await runScorePipeline({
-        workers: rotated.slice(0, partitions.length),
-        pool: this.setup.workers,
-        partitions,
-        manifest,
-        modelRoot,
-        windows,
-        chainId: (await chain.status()).chain_id,
-        score: { evaluation_id: evaluationId, side, role, offset, attempt },
-      });
-      txs.push({
-        base: { score: intent },
-        intent,
-        kind: "score",
-        fields: {
-          evaluation_id: evaluationId,
-          side,
-          role,
-          offset,
-          record_root: out.recordRoot,
-          metadata: out.metadata,
-        },
-        what: `${side} ${role} ${offset}`,
-      });
-      losses.push(out.head.losses.join(" "));
-    }
+    const prepared = await Promise.all(work.map((w) => this.prepareScore(evaluationId, e, scores, w)));
+    const txs = prepared.filter((p) => p !== null).map((p) => p.tx);
+    const losses = prepared.filter((p) => p !== null).map((p) => p.losses);
     if (txs.length === 0) return;
     await submitBatch(chain, this.submitter, home.key, txs, (what, s) => {
       const i = txs.findIndex((t) => t.what === what);
@@ -241,6 +203,58 @@ export class Evaluator {
         s.status === "committed" ? `${what}: ${losses[i]}` : `${what}: ${s.code}: ${s.message}`,
       );
     });
+  }
+
+  /** Computes one group's next score (null when its claim is committed and the chain does not show it yet). */
+  private async prepareScore(
+    evaluationId: string,
+    e: JsonObject,
+    scores: { side: string; role: string; offset: number; status: string }[],
+    { side, role, offset }: ScoreWork,
+  ): Promise<{ tx: TxSpec; losses: string } | null> {
+    const { chain } = this.setup;
+    const attempt = scores.filter((s) => s.side === side && s.role === role && s.offset === offset).length;
+    const intent = `score:${evaluationId}:${side}_${role}:${offset}:${attempt}`;
+    if (this.submitter.record(intent)?.status === "committed") return null; // waiting for the chain to show it
+    const modelRoot = e[side] as string;
+    const manifest = await chain.manifest(modelRoot);
+    const partitions = place(configFromJson(manifest.config), this.setup.entries.map((x) => x.capacity));
+    const n = this.setup.workers.length;
+    // Each group starts on another worker, and each retry at an offset moves on by one more.
+    const shift = attempt + GROUPS.indexOf(`${side}_${role}`);
+    const rotated = this.setup.workers.map((_, i) => this.setup.workers[(i + shift) % n]!);
+    const roots = ((e.windows as JsonObject)[role] as string[]).slice(offset, offset + 4);
+    const windows = await Promise.all(roots.map((r) => chain.batch(r)));
+    this.say(
+      evaluationId,
+      "score",
+      `${side} ${role} windows ${offset}-${offset + roots.length - 1} attempt ${attempt}`,
+    );
+    const out = await runScorePipeline({
+      workers: rotated.slice(0, partitions.length),
+      pool: this.setup.workers,
+      partitions,
+      manifest,
+      modelRoot,
+      windows,
+      chainId: (await chain.status()).chain_id,
+      score: { evaluation_id: evaluationId, side, role, offset, attempt },
+    });
+    const tx: TxSpec = {
+      base: { score: intent },
+      intent,
+      kind: "score",
+      fields: {
+        evaluation_id: evaluationId,
+        side,
+        role,
+        offset,
+        record_root: out.recordRoot,
+        metadata: out.metadata,
+      },
+      what: `${side} ${role} ${offset}`,
+    };
+    return { tx, losses: out.head.losses.join(" ") };
   }
 
   /** Publishes what an availability challenge against one of its live scores asks for. */
