@@ -85,9 +85,15 @@ export interface DevnetLayout {
  * The devnet's parameters beyond `DEVNET_PARAMS`: a 20-block challenge window (20 s), so a referee on a
  * loaded 2-core machine, replaying every stage of four score claims committed in one block, still challenges a
  * forged one in time (with 12 blocks one was seen missed under a load average of 35); inference requests live
- * at least 24 blocks (they must outlive the window).
+ * at least 24 blocks (they must outlive the window); an evaluation has an hour of blocks.
  */
-export const DEVNET_BUILD_PARAMS = { challenge_blocks: 20, min_inference_blocks: 24 } as const;
+export const DEVNET_BUILD_PARAMS = {
+  challenge_blocks: 20,
+  min_inference_blocks: 24,
+  // An evaluation (33 scores in 8 rounds of one challenge window each) must not expire on a loaded machine:
+  // with DEVNET_PARAMS' 600 blocks one was seen decided "expired" under a load average of 35.
+  evaluation_blocks: 3_600,
+} as const;
 
 /** The devnet's genesis time (fixed, so the genesis depends only on the keys). */
 export const DEVNET_GENESIS_TIME = 1_767_225_600_000; // 2026-01-01T00:00:00Z
