@@ -26,8 +26,12 @@ import {
   VOCAB_GRADIENT_KERNEL,
 } from "./kernel_memory.ts";
 
-/** Below this much work (multiply-adds or exponentials) a call stays on one thread. */
-export const SOFTMAX_THREAD_MIN_WORK = 1 << 16;
+/**
+ * Below this much work (multiply-adds or exponentials) a call stays on one thread: the matmul's threshold.
+ * Handing a few milliseconds of work to a worker costs more than it saves on a busy machine (a worker may be
+ * starting, or descheduled), which small models (the devnet's) would otherwise do on every call.
+ */
+export const SOFTMAX_THREAD_MIN_WORK = 1 << 18;
 
 const fr = Math.fround;
 const al = (n: number) => Math.ceil(n / 4) * 16; // n floats, rounded up to 16 bytes

@@ -17,7 +17,7 @@ import { exp64, expf } from "../../kernels/math.ts";
 import { kernelThreads, setKernelThreads } from "../../kernels/threads.ts";
 import { kernelMemory } from "../../kernels/wasm/kernel_memory.ts";
 import { wasmMatmulThreadsDisabled, wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
-import { unitSplit } from "../../kernels/wasm/softmax_wasm.ts";
+import { SOFTMAX_THREAD_MIN_WORK, unitSplit } from "../../kernels/wasm/softmax_wasm.ts";
 import { adversarial, firstBitDifference, rng, uniform } from "./_matmul_util.ts";
 
 const SEED = Number(Deno.env.get("NEURO_SEED") ?? 1717);
@@ -143,6 +143,8 @@ Deno.test("unitSplit covers every unit once, in order, on at most the threads, a
   assert.deepEqual(unitSplit(9, 1 << 20, 2), [[0, 5], [5, 9]]);
   assert.deepEqual(unitSplit(9, 1 << 20, 1), [[0, 9]]);
   assert.deepEqual(unitSplit(9, 100, 3), [[0, 9]]);
+  assert.deepEqual(unitSplit(9, SOFTMAX_THREAD_MIN_WORK - 1, 3), [[0, 9]]);
+  assert.deepEqual(unitSplit(9, SOFTMAX_THREAD_MIN_WORK, 3), [[0, 3], [3, 6], [6, 9]]);
   assert.deepEqual(unitSplit(2, 1 << 20, 3), [[0, 1], [1, 2]]);
   assert.deepEqual(unitSplit(1, 1 << 20, 3), [[0, 1]]);
   assert.deepEqual(unitSplit(10, 1 << 20, 3), [[0, 4], [4, 7], [7, 10]]);
@@ -213,7 +215,13 @@ Deno.test("attention refuses bad dims, short inputs and non-finite values the wa
 
 Deno.test("the head's cross-entropy split by vocabulary on 1, 2 and 3 threads equals the reference bit for bit", async () => {
   // V not a multiple of any split, ignored rows, ties for the maximum, logits far apart (exponentials of 0).
-  const cases: [number, number, string][] = [[5, 4099, "uniform"], [3, 8191, "ties"], [4, 5003, "spread"]];
+  // Every case is above SOFTMAX_THREAD_MIN_WORK, so 2 and 3 threads split it; one small case stays whole.
+  const cases: [number, number, string][] = [
+    [5, 60013, "uniform"],
+    [3, 90001, "ties"],
+    [4, 70001, "spread"],
+    [3, 4099, "uniform"],
+  ];
   await withThreads((threads) => {
     for (const [N, V, kind] of cases) {
       const next = rng(SEED + N * V);
