@@ -27,6 +27,10 @@ export interface CohortPhase {
   readonly chain: ChainView;
   readonly say: (line: string) => void;
   readonly signal: AbortSignal;
+  /** The previous epoch's cohort (null in the first epoch): only a newer active cohort ends the phase. */
+  readonly previous?: string | null;
+  /** The label of its progress lines (default `[cohort]`). */
+  readonly label?: string;
 }
 
 /** The data part of `/lifecycle`. */
@@ -64,7 +68,7 @@ async function curator(p: CohortPhase, command: string, args: readonly string[])
   const lines: string[] = [];
   child.onLine((l) => {
     lines.push(l);
-    if (!l.startsWith("{")) p.say(`[cohort] curator ${command}: ${l}`);
+    if (!l.startsWith("{")) p.say(`${p.label ?? "[cohort]"} curator ${command}: ${l}`);
   });
   const code = await Promise.race([
     child.exited,
@@ -80,24 +84,29 @@ async function curator(p: CohortPhase, command: string, args: readonly string[])
 }
 
 /**
- * Admits a cohort unless one is active (or the chain has no data lifecycle); returns the active cohort's
- * lifecycle view, or null without a data lifecycle.
+ * Admits a cohort unless one newer than `previous` is active (or the chain has no data lifecycle); returns the
+ * active cohort's lifecycle view, or null without a data lifecycle. A later epoch's Curator collects again (a
+ * source already read to its end adds nothing) and proposes from the documents no cohort has consumed.
  */
 export async function admitCohort(p: CohortPhase): Promise<JsonObject | null> {
   let data = await dataPart(p.chain);
   if (data === null) {
-    p.say("[cohort] the chain has no data lifecycle: training on genesis batches");
+    p.say(`${p.label ?? "[cohort]"} the chain has no data lifecycle: training on genesis batches`);
     return null;
   }
-  if (data.cohort !== null) return data.cohort as unknown as JsonObject;
+  const previous = p.previous ?? null;
+  const admitted = (d: DataPart) => d.cohort !== null && d.cohort.data_root !== previous;
+  if (admitted(data)) return data.cohort as unknown as JsonObject;
   const rows = String(Math.max(...Object.values(DEVNET_SOURCE_ROWS)));
   await curator(p, "collect", ["--rows", rows]);
   let votes = -1;
   for (;;) {
     if (p.signal.aborted) throw new Error("Cannot finish the cohort phase: interrupted");
     data = (await dataPart(p.chain))!;
-    if (data.cohort !== null) {
-      p.say(`[cohort] activated ${data.cohort.data_root}: ${data.cohort.steps} steps scheduled`);
+    if (admitted(data)) {
+      p.say(
+        `${p.label ?? "[cohort]"} activated ${data.cohort!.data_root}: ${data.cohort!.steps} steps scheduled`,
+      );
       return data.cohort as unknown as JsonObject;
     }
     if (data.proposal === null) {
@@ -112,7 +121,9 @@ export async function admitCohort(p: CohortPhase): Promise<JsonObject | null> {
       }).find((v) => isObject(v) && typeof v.proposal === "string");
       if (record) {
         p.say(
-          `[cohort] proposed ${record.proposal} (${record.status}): ${record.documents.retention} retention, ` +
+          `${
+            p.label ?? "[cohort]"
+          } proposed ${record.proposal} (${record.status}): ${record.documents.retention} retention, ` +
             `${record.documents.fresh} fresh, ${record.documents.train} train documents`,
         );
       }
@@ -125,7 +136,9 @@ export async function admitCohort(p: CohortPhase): Promise<JsonObject | null> {
     if (n !== votes) {
       votes = n;
       p.say(
-        `[cohort] proposal ${data.proposal}: ${n} of ${p.layout.validators.length} validators approved by review`,
+        `${
+          p.label ?? "[cohort]"
+        } proposal ${data.proposal}: ${n} of ${p.layout.validators.length} validators approved by review`,
       );
     }
     await sleep(250);

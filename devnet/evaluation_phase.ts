@@ -33,6 +33,8 @@ export interface EvaluationPhase {
   readonly workersFile: string;
   readonly say: (line: string) => void;
   readonly signal: AbortSignal;
+  /** The label of its progress lines (default `[evaluate]`). */
+  readonly label?: string;
 }
 
 /** True when the devnet was built with an Evaluator home (one built before the evaluation phase is not). */
@@ -41,20 +43,20 @@ export async function hasEvaluatorHome(layout: DevnetLayout): Promise<boolean> {
 }
 
 /** A progress line for one of the Evaluator's JSON events; null for events not worth showing. */
-export function evaluatorLine(line: string): string | null {
+export function evaluatorLine(line: string, label = "[evaluate]"): string | null {
   let e: JsonObject;
   try {
     const v = parseJson(line);
     if (!isObject(v)) return null;
     e = v;
   } catch {
-    return line.startsWith("error") ? `[evaluate] evaluator: ${line}` : null;
+    return line.startsWith("error") ? `${label} evaluator: ${line}` : null;
   }
   if (typeof e.event !== "string" || ["account", "waiting", "decision"].includes(e.event)) return null;
   const id = typeof e.evaluation === "string" ? ` ${e.evaluation.slice(0, 12)}` : "";
   // Window losses are hex floats on the wire; a person reads them as decimals.
   const detail = String(e.detail).replace(/-?0x[0-9a-f.]+p[+-]\d+/g, (h) => fromHexFloat(h).toFixed(4));
-  return `[evaluate] ${e.event}${id}: ${detail}`;
+  return `${label} ${e.event}${id}: ${detail}`;
 }
 
 /** Runs the Evaluator to the decision (or resumes it); the decided evaluation as the chain answers it. */
@@ -78,7 +80,7 @@ export async function runEvaluationPhase(p: EvaluationPhase): Promise<JsonObject
   });
   let decided: JsonObject | null = null;
   child.onLine((line) => {
-    const shown = evaluatorLine(line);
+    const shown = evaluatorLine(line, p.label);
     if (shown !== null) p.say(shown);
     if (line.startsWith('{"evaluation"')) {
       const v = parseJson(line);

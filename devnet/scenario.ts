@@ -1,38 +1,56 @@
 /**
  * The devnet scenario: builds the devnet if needed, starts 4 validators (a proposer and 3 replicas, each
- * reviewing data proposals by its operator's policy), 3 honest workers, a forging worker, a referee, and the
- * sponsor and the evaluator as separate processes, and drives the phases of `scenario_journal.ts`: the
- * Curator collects the pinned sources and proposes a cohort, which the validators review and vote in
- * (`cohort_phase.ts`); then the sponsor trains the first honest steps of its schedule; then it runs one step
- * with the forger (`--forge optimizer`) in stage 1 (the referee replays it, challenges, uploads, seals and
- * resolves, and the chain rejects it with the slash); then it trains the rest of the schedule; then the
- * Evaluator scores the cohort's candidate against the serving root with the forger (now `--forge score`) in
- * its pool, the referee gets the forged score rejected, and the ledger's gate decides
- * (`evaluation_phase.ts`); then the paid-inference phase of `inference_phase.ts` gives the providers the
- * serving model and buys answers from a Provider and from one with `--forge token`, which the referee gets
- * refuted. The sponsor is told how many settled steps to reach and exits when they are; which workers it
- * uses is the only thing the phase changes.
+ * reviewing data proposals by its operator's policy), 3 honest workers, a forging worker and a referee, and
+ * runs whole epochs (`runEpoch`, one function of the epoch and the journaled scenario), each driving the
+ * sponsor, the curator and the evaluator as processes of their own:
  *
- * Every phase change is journaled before it is acted on, and the rest is read from the chain, so running it
- * again after a SIGKILL at any moment ends in the same final state.
+ * 1. the Curator collects the pinned sources and proposes a cohort, which the validators review and vote in
+ *    (`cohort_phase.ts`); from epoch 2 on the schedule replays a quarter of its steps from the previous cohort;
+ * 2. the sponsor trains the schedule; in epoch 1 of a forging scenario one step is first computed with the
+ *    forger (`--forge optimizer`) in stage 1, the referee challenges and the chain rejects it with the slash,
+ *    and the step is trained again;
+ * 3. the Evaluator scores the cohort's candidate against the serving root (`evaluation_phase.ts`); in epoch 1
+ *    the forger, now `--forge score`, is in its pool and the referee gets its score rejected; the ledger's gate
+ *    decides.
+ *
+ * After epoch 1 comes the paid-inference phase (`inference_phase.ts`): the providers and the referee get the
+ * serving model, a client buys answers from a Provider and, forging, from one with `--forge token`, which the
+ * referee gets refuted. The sponsor is told how many settled steps to reach (over every epoch) and exits when
+ * they are; which workers it uses is the only thing the phase changes.
+ *
+ * Every phase change is journaled before it is acted on (`scenario_journal.ts`), and the rest is read from
+ * the chain, so running it again after a SIGKILL at any moment ends in the same final state.
  */
 import { isObject, type JsonObject, parseJson } from "../core/canonical.ts";
 import { fromHexFloat } from "../core/hex_float.ts";
+import { ChainClient } from "../actors/common/chain.ts";
 import { type DevnetLayout, ensureDevnet } from "../genesis/devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
-import { loadScenario, saveScenario, type Scenario, scenarioFor, targetSteps } from "./scenario_journal.ts";
-import { collectSummary, type DevnetSummary } from "./summary.ts";
+import {
+  afterEvaluation,
+  epochSplit,
+  forgesNow,
+  loadScenario,
+  newScenario,
+  saveScenario,
+  type Scenario,
+  sponsorBudget,
+  targetSteps,
+} from "./scenario_journal.ts";
+import { collectSummary, type DevnetSummary, type SummaryDetail } from "./summary.ts";
 import { admitCohort } from "./cohort_phase.ts";
-import { type ForgerMode, startForger, startNetwork } from "./network.ts";
+import { type ForgerMode, type Network, startForger, startNetwork } from "./network.ts";
+import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
 import { hasEvaluatorHome, runEvaluationPhase } from "./evaluation_phase.ts";
 import { provideServingModel } from "./serve_model.ts";
-import { ChainClient } from "../actors/common/chain.ts";
-import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
 
 /** How to run the scenario. */
 export interface ScenarioOptions {
   readonly dir: string;
+  /** Epochs to run (a resumed scenario keeps its first value). */
+  readonly epochs: number;
+  /** Scheduled steps of each cohort asked for (the built genesis decides). */
   readonly steps: number;
   readonly forge: boolean;
   /** Progress lines for a person. */
@@ -41,6 +59,22 @@ export interface ScenarioOptions {
   readonly signal: AbortSignal;
   /** The consensus engine of the validators (default embedded). */
   readonly engine?: "embedded" | "cometbft";
+}
+
+/** What every phase of an epoch runs with: the running network and the journaled scenario. */
+export interface DevnetRun {
+  readonly sup: Supervisor;
+  readonly layout: DevnetLayout;
+  readonly net: Network;
+  readonly chain: ChainView;
+  readonly say: (line: string) => void;
+  readonly signal: AbortSignal;
+  /** The journaled scenario as it stands. */
+  scenario(): Scenario;
+  /** Journals the next phase (durably) before it is acted on. */
+  journal(next: Scenario): Promise<void>;
+  /** The forging worker's current mode (null when it does not run). */
+  forger: ForgerMode | null;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -63,6 +97,11 @@ function decimal(hex: string): string {
   }
 }
 
+/** The phase label of progress lines: `[e2 honest]`, or `[honest]` in a one-epoch scenario. */
+export function phaseLabel(s: Scenario): string {
+  return s.epochs === 1 ? `[${s.phase}]` : `[e${s.epoch} ${s.phase}]`;
+}
+
 /** Formats a sponsor or referee JSON line as a progress line; null for lines not worth showing. */
 export function progressLine(role: string, line: string, scenario: Scenario): string | null {
   let e: JsonObject;
@@ -73,154 +112,171 @@ export function progressLine(role: string, line: string, scenario: Scenario): st
   } catch {
     return line.startsWith("error") ? `${role}: ${line}` : null;
   }
+  const label = phaseLabel(scenario);
   if (role === "sponsor" && e.event === "step") {
     const loss = typeof e.loss === "string" ? ` loss=${decimal(e.loss)}` : "";
     const step = typeof e.step === "number" && e.step >= 0 ? `step ${e.step + 1}` : "step ?";
-    return `[${scenario.phase}] ${step} ${e.phase} height=${e.height}${loss}`;
+    return `${label} ${step} ${e.phase} height=${e.height}${loss}`;
   }
   if (
     role === "referee" && typeof e.event === "string" && !["status", "claim", "account"].includes(e.event)
   ) {
     if (e.event === "verdict" && String(e.detail).startsWith("match")) return null;
+    if (e.event === "progress") return null;
     const stage = e.stage === null || e.stage === undefined ? "" : ` stage ${e.stage}`;
-    return `[${scenario.phase}] referee ${e.event} ${String(e.claim_id).slice(0, 12)}${stage}: ${e.detail}`;
+    return `${label} referee ${e.event} ${String(e.claim_id).slice(0, 12)}${stage}: ${e.detail}`;
   }
   return null;
 }
 
-/** Runs the scenario to its end (or resumes it) and returns the summary read from the chain. */
-export async function runScenario(
-  sup: Supervisor,
-  layout: DevnetLayout,
-  options: ScenarioOptions,
-): Promise<DevnetSummary> {
-  const { say, signal } = options;
-  const dir = layout.dir;
-  const cohortSteps = await genesisCohortSteps(layout);
-  let scenario = await loadScenario(dir);
-  if (scenario === null) {
-    if (options.steps !== cohortSteps) {
-      say(
-        `this devnet was built with ${cohortSteps} steps per cohort: training ${cohortSteps} (--reset to rebuild)`,
-      );
-    }
-    scenario = scenarioFor(cohortSteps, options.forge);
-    await saveScenario(dir, scenario);
-  } else if (scenario.steps + scenario.after !== options.steps || scenario.forge !== options.forge) {
-    say(
-      `resuming the scenario as first started: ${scenario.steps + scenario.after} steps${
-        scenario.forge ? " and the forge" : ""
+async function untilExit(run: DevnetRun, child: Child, what: string): Promise<void> {
+  const code = await Promise.race([
+    child.exited,
+    new Promise<number>((r) => run.signal.addEventListener("abort", () => r(-1), { once: true })),
+  ]);
+  aborted(run.signal);
+  if (code !== 0) {
+    throw new Error(
+      `Cannot finish the devnet scenario: the ${what} exited with ${code}:\n${
+        child.tail.slice(-15).join("\n")
       }`,
     );
   }
-  say(`scenario phase ${scenario.phase}`);
-  const watch = (role: string) => (line: string) => {
-    const p = progressLine(role, line, scenario!);
-    if (p !== null) say(p);
-  };
+}
 
-  const engine = options.engine ?? "embedded";
-  // A devnet built before the evaluation phase has no Evaluator home, or schedules more steps than it trains.
-  const evaluates = await hasEvaluatorHome(layout) && scenario.steps + scenario.after === cohortSteps;
-  const forgerMode = (phase: Scenario["phase"]): ForgerMode | null =>
-    !scenario!.forge ? null : phase === "evaluate" || phase === "done" ? "score" : "optimizer";
-  let forger = forgerMode(scenario.phase);
-  const net = await startNetwork(sup, layout, forger, say, engine);
-  const { rpc } = net;
-  const chain = new ChainView(rpc);
-  net.referee.onLine(watch("referee"));
-  const budget = String(2 * (scenario.steps + scenario.after + 1) + 2);
+/** Starts the sponsor toward `steps` settled steps (over every epoch) on the workers of `workersFile`. */
+async function sponsor(run: DevnetRun, workersFile: string, steps: number): Promise<Child> {
+  const child = await run.sup.start({
+    name: "sponsor",
+    task: "sponsor",
+    listens: false,
+    expectsExit: true,
+    args: [
+      "--home",
+      run.layout.sponsor,
+      "--rpc",
+      run.net.rpc,
+      "--workers",
+      workersFile,
+      "--steps",
+      String(steps),
+      "--budget",
+      String(sponsorBudget(run.scenario())),
+      "--json",
+    ],
+  });
+  child.onLine((line) => {
+    const p = progressLine("sponsor", line, run.scenario());
+    if (p !== null) run.say(p);
+  });
+  return child;
+}
 
-  const sponsor = async (workersFile: string, steps: number): Promise<Child> => {
-    const child = await sup.start({
-      name: "sponsor",
-      task: "sponsor",
-      listens: false,
-      expectsExit: true,
-      args: [
-        "--home",
-        layout.sponsor,
-        "--rpc",
-        rpc,
-        "--workers",
-        workersFile,
-        "--steps",
-        String(steps),
-        "--budget",
-        budget,
-        "--json",
-      ],
-    });
-    child.onLine(watch("sponsor"));
-    return child;
-  };
-  const untilExit = async (child: Child): Promise<void> => {
-    const code = await Promise.race([
-      child.exited,
-      new Promise<number>((r) => signal.addEventListener("abort", () => r(-1))),
-    ]);
-    aborted(signal);
-    if (code !== 0) {
-      throw new Error(
-        `Cannot finish the devnet scenario: the sponsor exited with ${code}:\n${
-          child.tail.slice(-15).join("\n")
-        }`,
-      );
+/** Runs the forged step: the first claim committed after the forging pipeline was put in place is the forged one. */
+async function forgePhase(run: DevnetRun): Promise<void> {
+  const s = run.scenario();
+  const from = s.forge_from_height ?? 0;
+  const { chain, signal } = run;
+  const forged = async () =>
+    (await chain.claims((await chain.status()).height)).find((c) => c.height >= from);
+  let claim = await forged();
+  if (!claim) {
+    const child = await sponsor(run, run.net.forgeWorkersFile!, targetSteps(s, "forge"));
+    while (!(claim = await forged())) {
+      aborted(signal);
+      await sleep(250, signal);
     }
-  };
-  const journal = async (next: Scenario) => {
-    await saveScenario(dir, next);
-    scenario = next;
-    say(`scenario phase ${next.phase}`);
-  };
-
-  while (scenario.phase !== "done") {
-    aborted(signal);
-    if (scenario.phase === "cohort") {
-      await admitCohort({ sup, layout, rpc, chain, say, signal });
-      await journal({ ...scenario, phase: "honest" });
-      continue;
-    }
-    if (scenario.phase === "honest" && scenario.steps === 0) {
-      await journal({ ...scenario, phase: "forge", forge_from_height: (await chain.status()).height });
-      continue;
-    }
-    if (scenario.phase === "honest" || scenario.phase === "after") {
-      await untilExit(await sponsor(net.workersFile, targetSteps(scenario, scenario.phase)));
-      if (scenario.phase === "after" || !scenario.forge) {
-        await journal({ ...scenario, phase: evaluates ? "evaluate" : "done" });
-      } else await journal({ ...scenario, phase: "forge", forge_from_height: (await chain.status()).height });
-      continue;
-    }
-    if (scenario.phase === "evaluate") {
-      if (net.forgerUrl !== null && forger !== "score") {
-        // The forger computed the forged step with --forge optimizer; it forges a score from now on.
-        await startForger(sup, layout, "score", Number(new URL(net.forgerUrl).port));
-        forger = "score";
-      }
-      await runEvaluationPhase({ sup, layout, rpc, workersFile: net.evaluateWorkersFile, say, signal });
-      await journal({ ...scenario, phase: "done" });
-      continue;
-    }
-    // forge: the first claim committed after the forging pipeline was put in place is the forged one.
-    const from = scenario.forge_from_height ?? 0;
-    const forged = async () =>
-      (await chain.claims((await chain.status()).height)).find((c) => c.height >= from);
-    let claim = await forged();
-    if (!claim) {
-      const child = await sponsor(net.forgeWorkersFile!, targetSteps(scenario, "forge"));
-      while (!(claim = await forged())) {
-        aborted(signal);
-        await sleep(250, signal);
-      }
-      await sup.stop(child.name);
-    }
-    say(`[forge] the forged claim ${claim.claim_id} is on the chain at height ${claim.height}`);
-    await journal({ ...scenario, phase: "after", forge_claim: claim.claim_id });
+    await run.sup.stop(child.name);
   }
+  run.say(`${phaseLabel(s)} the forged claim ${claim.claim_id} is on the chain at height ${claim.height}`);
+  await run.journal({ ...s, phase: "after", forge_claim: claim.claim_id });
+}
 
-  // Quiescence: nothing reserved or claimed, the forged claim decided, then two more blocks so the verifier
-  // reward of the last settlement is paid.
+/** The journaled step after the training phases of the current epoch. */
+function trained(s: Scenario): Scenario {
+  return { ...s, phase: "evaluate" };
+}
+
+/**
+ * Runs epoch `epoch` of the journaled scenario from the phase it is in to its gate decision (the scenario
+ * then stands at the phase after its evaluation): admit the cohort, train its schedule (the forged step in a
+ * forging epoch 1), evaluate it (the forged score likewise). Safe to call again after a crash at any point.
+ */
+export async function runEpoch(run: DevnetRun, epoch: number): Promise<void> {
+  const { chain, layout, net, signal } = run;
+  if (run.scenario().epoch !== epoch) {
+    throw new Error(`Cannot run epoch ${epoch}: the scenario is in epoch ${run.scenario().epoch}`);
+  }
+  for (;;) {
+    aborted(signal);
+    const s = run.scenario();
+    if (s.epoch !== epoch || !["cohort", "honest", "forge", "after", "evaluate"].includes(s.phase)) return;
+    if (s.phase === "cohort") {
+      const previous = s.cohorts[epoch - 2] ?? null;
+      const cohort = await admitCohort({
+        sup: run.sup,
+        layout,
+        rpc: net.rpc,
+        chain,
+        say: run.say,
+        signal,
+        previous,
+        label: phaseLabel(s),
+      });
+      const cohorts = cohort === null
+        ? s.cohorts
+        : [...s.cohorts.slice(0, epoch - 1), String(cohort.data_root)];
+      const { before } = epochSplit(s);
+      if (forgesNow(s) && before === 0) {
+        await run.journal({
+          ...s,
+          cohorts,
+          phase: "forge",
+          forge_from_height: (await chain.status()).height,
+        });
+      } else await run.journal({ ...s, cohorts, phase: "honest" });
+      continue;
+    }
+    if (s.phase === "honest" || s.phase === "after") {
+      await untilExit(run, await sponsor(run, net.workersFile, targetSteps(s, s.phase)), "sponsor");
+      if (s.phase === "honest" && forgesNow(s)) {
+        await run.journal({ ...s, phase: "forge", forge_from_height: (await chain.status()).height });
+      } else await run.journal(trained(s));
+      continue;
+    }
+    if (s.phase === "forge") {
+      await forgePhase(run);
+      continue;
+    }
+    // evaluate: epoch 1 of a forging scenario has the score forger in the evaluator's pool.
+    const forging = forgesNow(s) && net.forgerUrl !== null;
+    if (forging && run.forger !== "score") {
+      await startForger(run.sup, layout, "score", Number(new URL(net.forgerUrl!).port));
+      run.forger = "score";
+    }
+    const workersFile = forging ? net.evaluateWorkersFile : net.workersFile;
+    await runEvaluationPhase({
+      sup: run.sup,
+      layout,
+      rpc: net.rpc,
+      workersFile,
+      say: run.say,
+      signal,
+      label: phaseLabel(s),
+    });
+    await run.journal(afterEvaluation(s));
+    return;
+  }
+}
+
+/**
+ * The paid-inference phase between epoch 1 and the next: waits until nothing is reserved or claimed and the
+ * last settlement's verifier reward is paid, gives the providers and the referee the serving model's objects
+ * (after a promotion only the workers hold them), buys the answers, and journals the next epoch.
+ */
+async function inferencePhase(run: DevnetRun): Promise<void> {
+  const { chain, layout, net, signal } = run;
+  const s = run.scenario();
   for (;;) {
     aborted(signal);
     const lc = await chain.lifecycle();
@@ -231,20 +287,17 @@ export async function runScenario(
     }
     await sleep(250, signal);
   }
-  if (!evaluates) say("this devnet was built before the evaluation phase: rebuild it with --reset to run it");
   if (await hasInferenceHomes(layout)) {
-    // After a promotion the serving model is one only the workers hold: the providers need it to answer
-    // and the referee to replay their answers, so each gets its objects first.
     const serving = (await chain.lifecycle()).serving_root!;
     const holders = [...layout.workers, layout.forger, layout.evaluator];
     for (const home of [layout.referee, layout.provider, layout.providerForger]) {
-      await provideServingModel(new ChainClient(rpc), serving, home, holders);
+      await provideServingModel(new ChainClient(net.rpc), serving, home, holders);
     }
-    await runInferencePhase(sup, layout, rpc, scenario.forge, say);
-  } else {say(
+    await runInferencePhase(run.sup, layout, net.rpc, s.forge, run.say);
+  } else {run.say(
       "this devnet was built before paid inference: rebuild it with --reset to run the inference phase",
     );}
-  return { ...await collectSummary(layout, net.urls), engine };
+  await run.journal(afterEvaluation(s));
 }
 
 /** The steps every cohort of the devnet's genesis schedules (`params.steps_per_cohort`). */
@@ -253,6 +306,75 @@ export async function genesisCohortSteps(layout: DevnetLayout): Promise<number> 
     params?: { steps_per_cohort?: number };
   };
   return g.params?.steps_per_cohort ?? 0;
+}
+
+/** Runs the scenario to its end (or resumes it) and returns the summary read from the chain. */
+export async function runScenario(
+  sup: Supervisor,
+  layout: DevnetLayout,
+  options: ScenarioOptions,
+): Promise<{ summary: DevnetSummary; detail: SummaryDetail }> {
+  const { say, signal } = options;
+  const dir = layout.dir;
+  const cohortSteps = await genesisCohortSteps(layout);
+  if (!(await hasEvaluatorHome(layout)) || cohortSteps > 64 || cohortSteps < 1) {
+    throw new Error(
+      `Cannot run the devnet at ${dir}: it was built before whole epochs (no evaluator home or no per-cohort ` +
+        `schedule); rebuild it with --reset`,
+    );
+  }
+  let scenario = await loadScenario(dir);
+  if (scenario === null) {
+    if (options.steps !== cohortSteps) {
+      say(
+        `this devnet was built with ${cohortSteps} steps per cohort: training ${cohortSteps} (--reset to rebuild)`,
+      );
+    }
+    scenario = newScenario({ epochs: options.epochs, steps: cohortSteps, forge: options.forge });
+    await saveScenario(dir, scenario);
+  } else if (
+    scenario.steps !== options.steps || scenario.forge !== options.forge || scenario.epochs !== options.epochs
+  ) {
+    say(
+      `resuming the scenario as first started: ${scenario.epochs} epochs of ${scenario.steps} steps${
+        scenario.forge ? " and the forge" : ""
+      }`,
+    );
+  }
+  say(`${phaseLabel(scenario)} scenario phase ${scenario.phase}`);
+  const engine = options.engine ?? "embedded";
+  const mode = (s: Scenario): ForgerMode | null =>
+    !forgesNow(s) ? null : ["evaluate"].includes(s.phase) ? "score" : "optimizer";
+  const first = scenario;
+  const forger = first.forge && first.epoch === 1 ? mode(first) ?? "score" : null;
+  const net = await startNetwork(sup, layout, forger, say, engine);
+  const chain = new ChainView(net.rpc);
+  let current = scenario;
+  const run: DevnetRun = {
+    sup,
+    layout,
+    net,
+    chain,
+    say,
+    signal,
+    forger,
+    scenario: () => current,
+    async journal(next) {
+      await saveScenario(dir, next);
+      current = next;
+      say(`${phaseLabel(next)} scenario phase ${next.phase}`);
+    },
+  };
+  net.referee.onLine((line) => {
+    const p = progressLine("referee", line, current);
+    if (p !== null) say(p);
+  });
+  while (current.phase !== "done") {
+    aborted(signal);
+    if (current.phase === "inference") await inferencePhase(run);
+    else await runEpoch(run, current.epoch);
+  }
+  return await collectSummary(layout, net.urls, current, engine);
 }
 
 /** Builds the devnet if needed (its cohorts scheduling `steps` steps) and opens it. */
@@ -266,7 +388,7 @@ export async function prepareDevnet(
   return layout;
 }
 
-/** The summary as one JSON line (a report: losses are plain decimal numbers). */
+/** The summary as one JSON line. */
 export function summaryJson(s: DevnetSummary): string {
   return JSON.stringify(s);
 }

@@ -1,175 +1,193 @@
 /**
- * The devnet's closing summary, gathered from the chain after the scenario: every claim in order with its
- * loss and outcome (and why a rejected one was rejected), the learning and serving roots, the paid answers of
- * the inference phase (prompt, answer text, tokens, paid and refunded atoms), the atoms issued and burned (the supply totals of a validator's state), every named account's balance, and whether every
- * validator holds the same app hash at the final height. Printed as text or as one canonical JSON object.
+ * The devnet's closing summary (issue 14 item 4), gathered from the chain after the scenario, and only from
+ * the chain and the scenario's journals (so a resumed devnet shows what one that never stopped shows):
+ *
+ * | key | what |
+ * |---|---|
+ * | `validators_agree` | every validator's block at `height` has `app_hash` |
+ * | `app_hash`, `height` | the proposer's final block |
+ * | `epochs` | per epoch: `cohort` {`data_root`, `yes_power`, `total_power`, `activated_height`, `replay_steps`}, `steps` (each claim with `loss`, `outcome`, its batch and why a rejected one was rejected), `evaluation` {`decision`, per group `S`, `Q`, `G`, `passed`, ...}, `serving_root_after` |
+ * | `inference` | each paid answer: `prompt`, `answer`, `tokens`, `paid_atoms`, `refunded_atoms`, `outcome` |
+ * | `rejected` | every rejected claim, score and response with its reason |
+ * | `issued_atoms`, `burned_atoms` | the supply totals of the final state |
+ * | `balances` | every named account's balance |
+ * | `conserved` | the conservation invariant recomputed from validator-0's final state by a full scan |
+ *
+ * `--json` prints exactly this object; `formatSummary` prints the same as a readable report, with the
+ * engine and every validator's app hash (`SummaryDetail`) beside it.
  *
  * @example
  * ```ts
  * import { collectSummary, formatSummary } from "./summary.ts";
- * // const s = await collectSummary(layout, validatorUrls); console.log(formatSummary(s));
+ * // const { summary, detail } = await collectSummary(layout, validatorUrls, scenario);
+ * // console.log(formatSummary(summary, detail));
  * ```
  */
 import { DatabaseSync } from "node:sqlite";
-import type { JsonObject } from "../core/canonical.ts";
+import { type JsonObject, type JsonValue, parseJson } from "../core/canonical.ts";
+import { assertConserved, scanSums } from "../ledger/state/conservation.ts";
+import type { KvReader } from "../ledger/state/overlay.ts";
 import type { DevnetLayout } from "../genesis/devnet_builder.ts";
-import { parseJson } from "../core/canonical.ts";
-import { ObjectStore } from "../core/object_store.ts";
-import { ChainClient } from "../actors/common/chain.ts";
-import { loadCodec } from "../text/codec.ts";
-import { ChainView, type ClaimOutcome } from "./chain_view.ts";
-import { loadInferenceJobs } from "./inference_phase.ts";
-import { collectEvaluations, evaluationLines, type EvaluationOutcome } from "./evaluation_summary.ts";
+import { ChainView } from "./chain_view.ts";
+import {
+  collectEvaluations,
+  evaluationLines,
+  type EvaluationOutcome,
+  type GateGroup,
+} from "./evaluation_summary.ts";
+import { collectInference, type InferenceOutcome } from "./inference_summary.ts";
+import type { Scenario } from "./scenario_journal.ts";
 
-/** The summary of a devnet run. */
-export interface DevnetSummary extends JsonObject {
-  height: number;
-  app_hash: string;
-  /** True when every validator's block at `height` has `app_hash`. */
-  validators_agree: boolean;
-  app_hashes: { validator: string; app_hash: string | null }[];
-  training_round: number;
-  learning_root: string | null;
-  serving_root: string | null;
-  claims: (ClaimOutcome & JsonObject)[];
-  settled: number;
-  rejected: { claim_id: string; reason: string | null }[];
-  issued: number;
-  burned: number;
-  balances: { name: string; account: string; balance: number }[];
-  /** The paid answers of the inference phase, in question order (empty when it did not run). */
-  inference: InferenceOutcome[];
-  /** The validators' consensus engine (set by the scenario). */
-  engine?: "embedded" | "cometbft";
-  /** The active cohort the devnet trained on, or null on a chain without the data lifecycle. */
-  cohort: CohortSummary | null;
-  /** True when every claim trained on a batch of the active cohort's schedule. */
-  trained_on_admitted: boolean;
-  /** Every decided evaluation, oldest first (empty before the evaluation phase). */
-  evaluations: EvaluationOutcome[];
-}
-
-/** One paid answer as the chain settled it. */
-export interface InferenceOutcome extends JsonObject {
-  provider: string;
-  prompt: string;
-  job_id: string;
-  status: string;
-  answer: string;
-  tokens: number[];
-  paid: number;
-  refunded: number;
-  /** Responses the job received (2 when the first was refuted and the retry settled). */
-  responses: number;
-}
-
-/** Reads the journaled jobs of the inference phase back from the chain, decoding each answer. */
-export async function collectInference(layout: DevnetLayout, rpc: string): Promise<InferenceOutcome[]> {
-  const rows = await loadInferenceJobs(layout.dir);
-  if (rows.length === 0) return [];
-  const chain = new ChainClient(rpc);
-  const genesis = parseJson(await Deno.readTextFile(layout.genesisPath)) as { codec: { root: string } };
-  const codec = await loadCodec(new ObjectStore(layout.objects), genesis.codec.root);
-  const out: InferenceOutcome[] = [];
-  for (const row of rows) {
-    const j = await chain.inference(row.job_id);
-    const s = (j?.state ?? {}) as {
-      status?: string;
-      job?: { max_price: number; price_per_token: number };
-      response?: { record_root: string; tokens: number };
-    };
-    const record = s.status === "settled"
-      ? (j!.metadata ?? {})[s.response!.record_root] as {
-        tokens: number[];
-        stop: string;
-      }
-      : null;
-    const tokens = record?.tokens ?? [];
-    const paid = record ? s.response!.tokens * s.job!.price_per_token : 0;
-    out.push({
-      ...row,
-      status: s.status ?? "unknown",
-      answer: codec.decode(record?.stop === "eos" ? tokens.slice(0, -1) : tokens),
-      tokens,
-      paid,
-      refunded: (s.job?.max_price ?? 0) - paid,
-      responses: j?.claims.length ?? 0,
-    });
-  }
-  return out;
-}
-
-/** The admitted cohort: who voted it in and what it holds. */
-export interface CohortSummary extends JsonObject {
+/** An epoch's cohort as the chain activated it. */
+export interface EpochCohort extends JsonObject {
   data_root: string;
-  proposal: string;
-  /** The validators (by name) whose owners voted yes. */
-  voters: string[];
-  documents: { retention: number; fresh: number; train: number };
-  windows: { source: string; start: number; end: number }[];
-  steps: number;
-  position: number;
+  /** Voting power of the owners who voted yes, and of the whole electorate at the proposal. */
+  yes_power: number;
+  total_power: number;
+  activated_height: number;
+  /** Scheduled steps that replay the previous cohort's batches. */
+  replay_steps: number;
 }
 
-/** The active cohort from a validator's `/lifecycle`, `/data/proposal` and the devnet's names. */
-async function cohortSummary(view: ChainView, layout: DevnetLayout): Promise<
-  { summary: CohortSummary; schedule: string[] } | null
-> {
-  const lc = await view.get("/lifecycle") as {
-    data?: {
-      cohort: {
-        data_root: string;
-        proposal: string;
-        steps: number;
-        position: number;
-        schedule: { batch: string }[];
-      } | null;
-    } | null;
-  };
-  const c = lc.data?.cohort;
-  if (!c) return null;
-  const p = await view.get(`/data/proposal?id=${c.proposal}`) as {
-    state: { votes: [string, boolean][] };
-    document: { windows: CohortSummary["windows"]; documents: { role: string }[] };
-  };
-  const names = new Map(Object.entries(layout.accounts).map(([name, account]) => [account, name]));
-  const count = (role: string) => p.document.documents.filter((d) => d.role === role).length;
+/** One training claim of an epoch. */
+export interface EpochStep extends JsonObject {
+  claim_id: string;
+  height: number;
+  loss: number | null;
+  /** `settled`, `rejected`, `expired`, ... */
+  outcome: string;
+  reason: string | null;
+  batch: string | null;
+}
+
+/** An epoch's evaluation: the decision and each gate group. */
+export interface EpochEvaluation extends JsonObject {
+  evaluation_id: string;
+  decision: "promote" | "keep";
+  reason: string;
+  retention: GateGroup | null;
+  fresh: GateGroup | null;
+  settled_scores: number;
+}
+
+/** One epoch. */
+export interface EpochSummary extends JsonObject {
+  epoch: number;
+  cohort: EpochCohort;
+  steps: EpochStep[];
+  evaluation: EpochEvaluation | null;
+  serving_root_after: string | null;
+}
+
+/** Something the chain rejected, and why. */
+export interface Rejected extends JsonObject {
+  kind: "claim" | "score" | "response";
+  id: string;
+  epoch: number | null;
+  reason: string | null;
+}
+
+/** The summary of a devnet run: exactly the keys of issue 14 item 4. */
+export interface DevnetSummary extends JsonObject {
+  validators_agree: boolean;
+  app_hash: string;
+  height: number;
+  epochs: EpochSummary[];
+  inference: InferenceOutcome[];
+  rejected: Rejected[];
+  issued_atoms: number;
+  burned_atoms: number;
+  balances: { name: string; account: string; balance: number }[];
+  conserved: boolean;
+}
+
+/** What the readable report shows beside the summary. */
+export interface SummaryDetail {
+  readonly engine: "embedded" | "cometbft";
+  readonly app_hashes: { validator: string; app_hash: string | null }[];
+  readonly evaluations: EvaluationOutcome[];
+}
+
+/** A read-only key-value view of a validator's state file (the tables the ledger writes). */
+function stateReader(db: DatabaseSync): KvReader {
+  const get = db.prepare("SELECT value FROM state WHERE tbl = ? AND key = ?");
+  const scan = db.prepare("SELECT key, value FROM state WHERE tbl = ? ORDER BY key");
   return {
-    summary: {
-      data_root: c.data_root,
-      proposal: c.proposal,
-      voters: p.state.votes.filter(([, yes]) => yes).map(([owner]) => names.get(owner) ?? owner),
-      documents: { retention: count("retention"), fresh: count("fresh"), train: count("train") },
-      windows: p.document.windows,
-      steps: c.steps,
-      position: c.position,
+    get: (table, key) => {
+      const row = get.get(table, key) as { value: string } | undefined;
+      return row ? parseJson(row.value) : null;
     },
-    schedule: c.schedule.map((s) => s.batch),
+    scan: (table) =>
+      (scan.all(table) as { key: string; value: string }[]).map((r): [string, JsonValue] => [
+        r.key,
+        parseJson(r.value),
+      ]),
   };
 }
 
-/** `{genesis_supply, issued, burned}` read from a validator's state file (read-only). */
-export function supplyTotals(home: string): { genesis_supply: number; issued: number; burned: number } {
+/**
+ * The supply totals of a validator's state and whether the conservation invariant holds over a full scan of
+ * it (genesis supply + issued = balances + bonds + escrows + burned).
+ */
+export function finalTotals(home: string): { issued: number; burned: number; conserved: boolean } {
   const db = new DatabaseSync(`${home}/state.sqlite`, { readOnly: true });
   try {
-    const row = db.prepare("SELECT value FROM state WHERE tbl = 'totals' AND key = 'supply'").get() as
-      | { value: string }
-      | undefined;
-    return row ? JSON.parse(row.value) : { genesis_supply: 0, issued: 0, burned: 0 };
+    const sums = scanSums(stateReader(db));
+    let conserved = true;
+    try {
+      assertConserved(sums, 0);
+    } catch {
+      conserved = false;
+    }
+    return { issued: sums.issued, burned: sums.burned, conserved };
   } finally {
     db.close();
   }
 }
 
+/** An activated cohort from `/data?root=` and its proposal's electorate and votes. */
+async function epochCohort(
+  view: ChainView,
+  root: string,
+): Promise<{ cohort: EpochCohort; ended: number | null }> {
+  const c = await view.get(`/data?root=${root}`) as {
+    proposal: string;
+    activated: number;
+    ended: number | null;
+    schedule: { kind: string }[];
+  };
+  const p = await view.get(`/data/proposal?id=${c.proposal}`) as {
+    state: { electorate: [string, number][]; votes: [string, boolean][] };
+  };
+  const yes = new Set(p.state.votes.filter(([, v]) => v).map(([o]) => o));
+  const power = (owners: (o: string) => boolean) =>
+    p.state.electorate.filter(([o]) => owners(o)).reduce((n, [, w]) => n + w, 0);
+  return {
+    cohort: {
+      data_root: root,
+      yes_power: power((o) => yes.has(o)),
+      total_power: power(() => true),
+      activated_height: c.activated,
+      replay_steps: c.schedule.filter((s) => s.kind === "replay").length,
+    },
+    ended: c.ended,
+  };
+}
+
 /**
  * Gathers the summary at the proposer's current height: waits (up to 20 s) for every replica to commit that
- * height and compares their app hashes.
+ * height and compares their app hashes; each epoch's claims are those committed from its cohort's activation
+ * until the next cohort's.
  */
-export async function collectSummary(layout: DevnetLayout, urls: readonly string[]): Promise<DevnetSummary> {
+export async function collectSummary(
+  layout: DevnetLayout,
+  urls: readonly string[],
+  scenario: Scenario,
+  engine: "embedded" | "cometbft" = "embedded",
+): Promise<{ summary: DevnetSummary; detail: SummaryDetail }> {
   const views = urls.map((u) => new ChainView(u));
   const proposer = views[0]!;
-  const lc = await proposer.lifecycle();
-  const height = lc.height;
+  const { height } = await proposer.status();
   const app_hashes = [];
   for (const [i, v] of views.entries()) {
     app_hashes.push({
@@ -179,90 +197,124 @@ export async function collectSummary(layout: DevnetLayout, urls: readonly string
   }
   const app_hash = app_hashes[0]!.app_hash ?? "";
   const claims = await proposer.claims(height);
+  const evaluations = await collectEvaluations(proposer);
+  const epochs: EpochSummary[] = [];
+  const rejected: Rejected[] = [];
+  const cohorts = [];
+  for (const root of scenario.cohorts) cohorts.push(await epochCohort(proposer, root));
+  for (const [i, { cohort }] of cohorts.entries()) {
+    const from = cohort.activated_height, to = cohorts[i + 1]?.cohort.activated_height ?? Infinity;
+    const steps = claims.filter((c) => c.height >= from && c.height < to).map((c): EpochStep => ({
+      claim_id: c.claim_id,
+      height: c.height,
+      loss: c.loss,
+      outcome: c.status,
+      reason: c.reason,
+      batch: c.batch,
+    }));
+    const e = evaluations.find((x) => x.cohort === cohort.data_root) ?? null;
+    epochs.push({
+      epoch: i + 1,
+      cohort,
+      steps,
+      evaluation: e && {
+        evaluation_id: e.evaluation_id,
+        decision: e.decision,
+        reason: e.reason,
+        retention: e.groups.retention,
+        fresh: e.groups.fresh,
+        settled_scores: e.settled_scores,
+      },
+      serving_root_after: e?.serving_root_after ?? null,
+    });
+    for (const s of steps) {
+      if (s.outcome === "rejected") {
+        rejected.push({ kind: "claim", id: s.claim_id, epoch: i + 1, reason: s.reason });
+      }
+    }
+    for (const r of e?.rejected ?? []) {
+      rejected.push({ kind: "score", id: r.claim_id, epoch: i + 1, reason: r.reason });
+    }
+  }
+  const inference = await collectInference(layout, urls[0]!, proposer, height);
+  for (const job of inference) {
+    for (const r of job.refuted) {
+      rejected.push({ kind: "response", id: r.claim_id, epoch: null, reason: r.reason });
+    }
+  }
   const balances = [];
   for (const [name, account] of Object.entries(layout.accounts)) {
     balances.push({ name, account, balance: await proposer.balance(account) });
   }
-  const totals = supplyTotals(layout.validators[0]!);
-  const cohort = await cohortSummary(proposer, layout);
-  return {
-    height,
-    app_hash,
+  const totals = finalTotals(layout.validators[0]!);
+  const summary: DevnetSummary = {
     validators_agree: app_hashes.every((h) => h.app_hash === app_hash && app_hash !== ""),
-    app_hashes,
-    training_round: lc.training_round,
-    learning_root: lc.learning_root,
-    serving_root: lc.serving_root,
-    claims: claims as (ClaimOutcome & JsonObject)[],
-    settled: claims.filter((c) => c.status === "settled").length,
-    rejected: claims.filter((c) => c.status === "rejected").map((c) => ({
-      claim_id: c.claim_id,
-      reason: c.reason,
-    })),
-    issued: totals.issued,
-    burned: totals.burned,
+    app_hash,
+    height,
+    epochs,
+    inference,
+    rejected,
+    issued_atoms: totals.issued,
+    burned_atoms: totals.burned,
     balances,
-    inference: await collectInference(layout, urls[0]!),
-    cohort: cohort?.summary ?? null,
-    trained_on_admitted: cohort !== null &&
-      claims.every((c) => c.batch !== null && cohort.schedule.includes(c.batch)),
-    evaluations: await collectEvaluations(proposer),
+    conserved: totals.conserved,
   };
+  return { summary, detail: { engine, app_hashes, evaluations } };
 }
 
 const neuro = (atoms: number) => `${(atoms / 1_000_000).toFixed(6)} NEURO`;
 
-/** The summary as text lines for a person. */
-export function formatSummary(s: DevnetSummary): string {
+/** The summary as a readable report: the same facts as the JSON, with the engine and every app hash. */
+export function formatSummary(s: DevnetSummary, detail: SummaryDetail): string {
   const lines = ["", "=== devnet summary ==="];
-  lines.push(`height ${s.height}, training round ${s.training_round}, learning root ${s.learning_root}`);
-  lines.push(`serving root ${s.serving_root}`);
-  lines.push("claims:");
-  for (const [i, c] of s.claims.entries()) {
-    const loss = c.loss === null ? "?" : c.loss.toFixed(4);
-    const why = c.reason ? ` (${c.reason})` : "";
-    lines.push(`  ${i + 1}. height ${c.height}  loss ${loss}  ${c.status}${why}  ${c.claim_id}`);
-  }
-  lines.push(`settled steps ${s.settled}, rejected claims ${s.rejected.length}`);
-  for (const r of s.rejected) lines.push(`  rejected ${r.claim_id}: ${r.reason ?? "no reason given"}`);
-  if (s.cohort) {
-    const c = s.cohort;
+  for (const e of s.epochs) {
+    const c = e.cohort;
     lines.push(
-      `cohort ${c.data_root}: ${c.documents.retention} retention, ${c.documents.fresh} fresh, ${c.documents.train} ` +
-        `train documents from ${c.windows.map((w) => `${w.source} ${w.start}-${w.end - 1}`).join(", ")}`,
+      `epoch ${e.epoch}: cohort ${c.data_root} activated at height ${c.activated_height} by ${c.yes_power} of ` +
+        `${c.total_power} voting power; ${c.replay_steps} replay step${c.replay_steps === 1 ? "" : "s"}`,
     );
-    lines.push(
-      `  voted in by ${c.voters.join(", ")}; ${c.position} of ${c.steps} scheduled steps trained; ` +
-        (s.trained_on_admitted
-          ? "every claim trained on an admitted batch"
-          : "a claim trained on a batch NOT in the schedule"),
-    );
+    for (const [i, st] of e.steps.entries()) {
+      const loss = st.loss === null ? "?" : st.loss.toFixed(4);
+      const why = st.reason ? ` (${st.reason})` : "";
+      lines.push(`  step ${i + 1}. height ${st.height}  loss ${loss}  ${st.outcome}${why}  ${st.claim_id}`);
+    }
+    const ev = detail.evaluations.find((x) => x.evaluation_id === e.evaluation?.evaluation_id);
+    if (ev) lines.push(...evaluationLines([ev]).map((l) => `  ${l}`));
+    else lines.push("  no evaluation");
   }
-  lines.push(...evaluationLines(s.evaluations));
-  lines.push(`atoms issued ${s.issued} (${neuro(s.issued)}), burned ${s.burned} (${neuro(s.burned)})`);
   if (s.inference.length > 0) lines.push("paid answers:");
   for (const [i, a] of s.inference.entries()) {
-    const again = a.responses > 1
-      ? ` after ${a.responses - 1} refuted response${a.responses > 2 ? "s" : ""}`
+    const again = a.refuted.length > 0
+      ? ` after ${a.refuted.length} refuted response${a.refuted.length > 1 ? "s" : ""}`
       : "";
     lines.push(
       `  ${i + 1}. ${a.provider}: ${JSON.stringify(a.prompt)} → ${
         JSON.stringify(a.answer)
-      }  ${a.tokens.length} tokens, ` +
-        `${a.status}${again}, paid ${a.paid}, refunded ${a.refunded} atoms  ${a.job_id}`,
+      }  ${a.tokens.length} ` +
+        `tokens, ${a.outcome}${again}, paid ${a.paid_atoms}, refunded ${a.refunded_atoms} atoms  ${a.job_id}`,
     );
   }
+  lines.push(`rejected: ${s.rejected.length}`);
+  for (const r of s.rejected) {
+    lines.push(
+      `  ${r.kind} ${r.id}${r.epoch === null ? "" : ` (epoch ${r.epoch})`}: ${r.reason ?? "no reason given"}`,
+    );
+  }
+  lines.push(
+    `atoms issued ${s.issued_atoms} (${neuro(s.issued_atoms)}), burned ${s.burned_atoms} (${
+      neuro(s.burned_atoms)
+    }); ` +
+      (s.conserved ? "conservation holds over the final state" : "CONSERVATION BROKEN in the final state"),
+  );
   lines.push("balances:");
   for (const b of s.balances) {
-    lines.push(`  ${b.name.padEnd(12)} ${String(b.balance).padStart(16)} atoms  ${b.account}`);
+    lines.push(`  ${b.name.padEnd(15)} ${String(b.balance).padStart(16)} atoms  ${b.account}`);
   }
   lines.push(
     s.validators_agree
-      ? `all ${s.app_hashes.length} ${
-        s.engine ?? "embedded"
-      } validators agree on the app hash at height ${s.height}: ${s.app_hash}`
+      ? `all ${detail.app_hashes.length} ${detail.engine} validators agree on the app hash at height ${s.height}: ${s.app_hash}`
       : `validators DISAGREE at height ${s.height}: ${
-        s.app_hashes.map((h) => `${h.validator} ${h.app_hash}`).join(", ")
+        detail.app_hashes.map((h) => `${h.validator} ${h.app_hash}`).join(", ")
       }`,
   );
   return lines.join("\n");

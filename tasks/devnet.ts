@@ -1,4 +1,4 @@
-/** `deno task devnet`: build the devnet if needed, run the training scenario on it and print the summary. */
+/** `deno task devnet`: build the devnet if needed, run whole epochs on it and print the summary. */
 import { Supervisor } from "../devnet/supervisor.ts";
 import { prepareDevnet, runScenario, summaryJson } from "../devnet/scenario.ts";
 import { formatSummary } from "../devnet/summary.ts";
@@ -14,32 +14,37 @@ import { StateSource } from "../explorer/state_source.ts";
 const DEFAULT_STEPS = 5;
 
 const HELP =
-  `deno task devnet [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer] [--engine E]
+  `deno task devnet [--epochs N] [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer] [--engine E]
 
 Build the devnet under DIR if it has no genesis yet (train the devnet tokenizer from the bundled generator,
 initialise the devnet model, write the genesis with cohorts of N scheduled steps over the pinned sources,
 and keys for 4 validators, 3 workers, a forging worker, a sponsor, a referee, an evaluator, a curator, two
-providers and a client), then start every role as its own process (logs in DIR/logs/) and run the scenario:
-the curator collects and proposes a cohort, the validators review it and vote it in; the sponsor trains its
-N steps, one of them computed by a worker started with --forge optimizer, which the referee challenges and
-the chain rejects with the slash (the step is then trained again); the evaluator scores the cohort's
-candidate against the serving root, one score computed by a worker started with --forge score, which the
-referee gets rejected, and the ledger's integer gate decides whether the serving root moves; then a client
-buys paid answers, one from a provider started with --forge token, which the referee gets refuted. A line
-per phase shows the block height and the loss; the summary at the end shows each claim's loss and outcome,
-the evaluation (per group S, Q, G and passed, the decision, the serving root before and after), the paid
-answers, the atoms issued and burned, every account's balance, what was rejected and why, and whether all
-validators agree on the final app hash.
+providers and a client), then start every role as its own process (logs in DIR/logs/) and run whole epochs.
+Epoch 1: the curator collects and proposes a cohort, the validators review it and vote it in; the sponsor
+trains its N steps, one of them first computed by a worker started with --forge optimizer, which the referee
+challenges and the chain rejects with the slash (the step is then trained again); the evaluator scores the
+cohort's candidate against the serving root, one score computed by a worker started with --forge score, which
+the referee gets rejected, and the ledger's integer gate decides whether the serving root moves. Then a client
+buys paid answers, one from a provider started with --forge token, which the referee gets refuted. Epoch 2
+(and every later one) admits another cohort, whose schedule replays a quarter of its steps from the previous
+cohort, trains it and decides. A line per phase shows the epoch, the block height and the loss; the summary
+at the end shows each epoch (its cohort's votes and replay steps, every claim's loss and outcome, the
+evaluation's S, Q, G and passed per group, the decision and the serving root after it), the paid answers,
+everything rejected and why, the atoms issued and burned, every account's balance, whether the conservation
+invariant holds over the final state, and whether all validators agree on the final app hash.
 
 Run it again after it was killed at any moment: it resumes from the journals and the chain and ends in the
 same final state. A finished devnet prints its summary again.
 
 Options:
+  --epochs N    whole epochs to run, 1 to 16 (default 2; a resumed scenario keeps its first value)
   --steps N     scheduled training steps of each cohort, 1 to 64 (default 5; fixed when the devnet is
                 built: a built devnet keeps its value, --reset to change it)
   --no-forge    no forged step, score or answer
   --reset       delete DIR first and build a new devnet
-  --json        print the summary as one JSON object on stdout (progress goes to stderr)
+  --json        print the summary as one JSON object on stdout (progress goes to stderr): validators_agree,
+                app_hash, height, epochs, inference, rejected, issued_atoms, burned_atoms, balances,
+                conserved
   --dir DIR     where the devnet lives (default .neuroshard/devnet, or .neuroshard/devnet-cometbft)
   --engine E    embedded (default: one proposer, replicas that re-apply) or cometbft (the same scenario on
                 four CometBFT validators, each with its own cometbft process; needs deno task
@@ -86,6 +91,7 @@ async function prepareComet(layout: DevnetLayout, say: (line: string) => void): 
 
 async function main(): Promise<void> {
   const { values, positionals } = parse(Deno.args, {
+    epochs: { type: "string" },
     steps: { type: "string" },
     "no-forge": { type: "boolean" },
     reset: { type: "boolean" },
@@ -98,6 +104,7 @@ async function main(): Promise<void> {
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const steps = integerOption(values.steps, "steps", { fallback: DEFAULT_STEPS, max: 64 });
+  const epochs = integerOption(values.epochs, "epochs", { fallback: 2, max: 16 });
   const engine = values.engine ?? "embedded";
   if (engine !== "embedded" && engine !== "cometbft") {
     throw new UsageError(`--engine is ${engine}, expected embedded or cometbft`);
@@ -137,8 +144,9 @@ async function main(): Promise<void> {
     : null;
   let failure: unknown = null;
   try {
-    const summary = await runScenario(sup, layout, {
+    const { summary, detail } = await runScenario(sup, layout, {
       dir: layout.dir,
+      epochs,
       steps,
       forge: !values["no-forge"],
       say,
@@ -146,7 +154,7 @@ async function main(): Promise<void> {
       engine,
     });
     if (values.json) console.log(summaryJson(summary));
-    else console.log(formatSummary(summary));
+    else console.log(formatSummary(summary, detail));
   } catch (e) {
     failure = e;
   } finally {

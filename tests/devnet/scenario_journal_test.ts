@@ -2,30 +2,36 @@ import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import type { ProtocolError } from "../../core/errors.ts";
 import { toHexFloat } from "../../core/hex_float.ts";
 import {
+  afterEvaluation,
+  epochSplit,
   loadScenario,
   newScenario,
   saveScenario,
-  scenarioFor,
+  type Scenario,
+  sponsorBudget,
   targetSteps,
 } from "../../devnet/scenario_journal.ts";
-import { progressLine } from "../../devnet/scenario.ts";
+import { phaseLabel, progressLine } from "../../devnet/scenario.ts";
+
+const ROOT = "ab".repeat(32);
 
 Deno.test("the scenario journal round-trips through its file and a missing file means a new scenario", async () => {
   const dir = await Deno.makeTempDir();
   try {
     assertEquals(await loadScenario(dir), null);
-    const s = {
-      ...newScenario(5, true),
-      phase: "after" as const,
+    const s: Scenario = {
+      ...newScenario({ epochs: 2, steps: 5, forge: true }),
+      phase: "after",
+      cohorts: [ROOT],
       forge_from_height: 61,
-      forge_claim: "ab".repeat(32),
+      forge_claim: "cd".repeat(32),
     };
     await saveScenario(dir, s);
     assertEquals(await loadScenario(dir), s);
     assertEquals(
       Deno.readTextFileSync(`${dir}/scenario.json`),
-      `{"after":2,"forge":true,"forge_claim":"${
-        "ab".repeat(32)
+      `{"cohorts":["${ROOT}"],"epoch":1,"epochs":2,"forge":true,"forge_claim":"${
+        "cd".repeat(32)
       }","forge_from_height":61,"phase":"after","steps":5}\n`,
     );
     assertEquals([...Deno.readDirSync(dir)].map((e) => e.name), ["scenario.json"]);
@@ -34,13 +40,17 @@ Deno.test("the scenario journal round-trips through its file and a missing file 
   }
 });
 
-Deno.test("a malformed scenario journal is refused with invalid_value and left as it is", async () => {
+Deno.test("a malformed scenario journal (or one of an older devnet) is refused with invalid_value and left as it is", async () => {
   const dir = await Deno.makeTempDir();
   try {
+    const good = JSON.stringify(newScenario({ epochs: 2, steps: 5, forge: true }));
     for (
       const text of [
         "{}",
-        '{"after":2,"forge":true,"forge_claim":null,"forge_from_height":null,"phase":"later","steps":5}',
+        '{"after":2,"forge":true,"forge_claim":null,"forge_from_height":null,"phase":"after","steps":5}',
+        good.replace('"phase":"cohort"', '"phase":"later"'),
+        good.replace('"epoch":1', '"epoch":3'),
+        good.replace('"cohorts":[]', '"cohorts":["nope"]'),
         "nope",
       ]
     ) {
@@ -59,39 +69,61 @@ Deno.test("a malformed scenario journal is refused with invalid_value and left a
   }
 });
 
-Deno.test("the sponsor is told N settled steps for the honest phase, N+1 with the forger and N+2 after it", () => {
-  const s = newScenario(5, true);
-  assertEquals(s.phase, "cohort"); // a new scenario admits a cohort first
-  assertEquals(["cohort", "honest", "forge", "after"].map((p) => targetSteps(s, p as never)), [0, 5, 6, 7]);
-  assertEquals(targetSteps(newScenario(3, false), "after"), 3);
+Deno.test("epoch 1 forges before the last two steps (first in a 1- or 2-step cohort); later epochs train their whole schedule honestly", () => {
+  const split = (steps: number, forge: boolean, epoch = 1) => {
+    const s = { ...newScenario({ epochs: 3, steps, forge }), epoch };
+    return [
+      epochSplit(s).before,
+      epochSplit(s).after,
+      targetSteps(s, "honest"),
+      targetSteps(s, "forge"),
+      targetSteps(s, "evaluate"),
+    ];
+  };
+  assertEquals(split(5, true), [3, 2, 3, 4, 5]);
+  assertEquals(split(3, true), [1, 2, 1, 2, 3]);
+  assertEquals(split(2, true), [0, 2, 0, 1, 2]);
+  assertEquals(split(1, true), [0, 1, 0, 1, 1]);
+  assertEquals(split(4, false), [4, 0, 4, 4, 4]);
+  // Settled steps are counted over every epoch: epoch 2 of 5-step cohorts ends at 10, without a forge.
+  assertEquals(split(5, true, 2), [5, 0, 10, 10, 10]);
+  assertEquals(sponsorBudget(newScenario({ epochs: 2, steps: 5, forge: true })), 28);
 });
 
-Deno.test("a cohort of N steps is forged before its last two (its first when N < 3) and every step settles", () => {
-  const split = (n: number, forge: boolean) => {
-    const s = scenarioFor(n, forge);
-    return [s.steps, s.after, targetSteps(s, "forge"), targetSteps(s, "evaluate")];
+Deno.test("after epoch 1's evaluation come the paid answers, then the next epoch, and after the last epoch done", () => {
+  const s = {
+    ...newScenario({ epochs: 2, steps: 3, forge: true }),
+    phase: "evaluate" as const,
+    forge_claim: ROOT,
   };
-  assertEquals(split(5, true), [3, 2, 4, 5]);
-  assertEquals(split(3, true), [1, 2, 2, 3]);
-  assertEquals(split(2, true), [0, 2, 1, 2]);
-  assertEquals(split(1, true), [0, 1, 1, 1]);
-  assertEquals(split(4, false), [4, 0, 4, 4]);
-  assertEquals(scenarioFor(5, true).phase, "cohort");
+  const inference = afterEvaluation(s);
+  assertEquals([inference.epoch, inference.phase], [1, "inference"]);
+  const second = afterEvaluation(inference);
+  assertEquals([second.epoch, second.phase, second.forge_claim, second.forge_from_height], [
+    2,
+    "cohort",
+    null,
+    null,
+  ]);
+  assertEquals(afterEvaluation({ ...second, phase: "evaluate" }).phase, "done");
+  const one = { ...newScenario({ epochs: 1, steps: 3, forge: false }), phase: "evaluate" as const };
+  assertEquals(afterEvaluation(afterEvaluation(one)).phase, "done");
 });
 
 Deno.test("progress lines show the sponsor's step, phase, height and loss and the referee's challenges only", () => {
-  const s = { ...newScenario(5, true), phase: "honest" as const };
+  const s = { ...newScenario({ epochs: 2, steps: 5, forge: true }), phase: "honest" as const };
   const sponsor = `{"attempt":1,"event":"step","height":13,"loss":"${
     toHexFloat(8.38888)
   }","phase":"claim","step":2}`;
-  assertEquals(progressLine("sponsor", sponsor, s), "[honest] step 3 claim height=13 loss=8.3889");
+  assertEquals(progressLine("sponsor", sponsor, s), "[e1 honest] step 3 claim height=13 loss=8.3889");
+  assertEquals(phaseLabel({ ...s, epochs: 1 }), "[honest]");
   assertEquals(
     progressLine(
       "referee",
       '{"claim_id":"6183678ad303991b","detail":"fraud (optimizer update)","event":"challenge","stage":1}',
       s,
     ),
-    "[honest] referee challenge 6183678ad303 stage 1: fraud (optimizer update)",
+    "[e1 honest] referee challenge 6183678ad303 stage 1: fraud (optimizer update)",
   );
   assertEquals(
     progressLine("referee", '{"claim_id":"61","detail":"match","event":"verdict","stage":0}', s),

@@ -15,7 +15,7 @@ async function devnet(args: string[]): Promise<{ code: number; out: string; err:
 Deno.test("deno task devnet --help names every option; bad options exit 2 and build nothing", async () => {
   const help = await devnet(["--help"]);
   equal(help.code, 0);
-  for (const o of ["--steps N", "--no-forge", "--reset", "--json", "--dir DIR"]) {
+  for (const o of ["--epochs N", "--steps N", "--no-forge", "--reset", "--json", "--dir DIR"]) {
     match(help.out, new RegExp(o));
   }
   const tmp = await Deno.makeTempDir();
@@ -23,6 +23,7 @@ Deno.test("deno task devnet --help names every option; bad options exit 2 and bu
     for (
       const [args, message] of [
         [["--steps", "0"], "error: --steps is 0, expected an integer from 1 to 64"],
+        [["--epochs", "0"], "error: --epochs is 0, expected an integer from 1 to 16"],
         [["--steps", "two"], "error: --steps is two, expected an integer from 1 to 64"],
         [["--fast"], "error: Unknown option '--fast'"],
         [["go"], "error: unexpected argument go"],
@@ -42,7 +43,18 @@ Deno.test("SIGINT stops the devnet and every process it started (exit 130); --re
   const dir = `${tmp}/devnet`;
   try {
     const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-all", "tasks/devnet.ts", "--dir", dir, "--steps", "1", "--no-forge"],
+      args: [
+        "run",
+        "--allow-all",
+        "tasks/devnet.ts",
+        "--dir",
+        dir,
+        "--epochs",
+        "1",
+        "--steps",
+        "1",
+        "--no-forge",
+      ],
       cwd: ROOT,
       stdout: "piped",
       stderr: "piped",
@@ -66,13 +78,14 @@ Deno.test("SIGINT stops the devnet and every process it started (exit 130); --re
     equal(await liveChildren(dir), 0);
     const first = JSON.parse(Deno.readTextFileSync(`${dir}/scenario.json`));
     assertEquals([first.phase, first.steps, first.forge], ["honest", 1, false]);
-    const again = await runDevnet(dir, ["--reset", "--steps", "1", "--no-forge"]);
+    const again = await runDevnet(dir, ["--reset", "--epochs", "1", "--steps", "1", "--no-forge"]);
     equal(again.code, 0, again.stderr.slice(-20).join("\n"));
     equal(again.stderr.some((l) => l.startsWith("built the devnet")), true);
-    assertEquals([again.summary!.settled, again.summary!.claims.length, again.summary!.validators_agree], [
-      1,
-      1,
+    const steps = again.summary!.epochs.flatMap((e) => e.steps);
+    assertEquals([steps.map((c) => c.outcome), again.summary!.validators_agree, again.summary!.rejected], [
+      ["settled"],
       true,
+      [],
     ]);
     equal(await liveChildren(dir), 0);
   } finally {

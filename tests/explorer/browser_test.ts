@@ -68,7 +68,19 @@ async function devnetWithExplorer(dir: string): Promise<{
   stderr: string[];
 }> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "tasks/devnet.ts", "--dir", dir, "--steps", "1", "--json", "--explorer"],
+    args: [
+      "run",
+      "--allow-all",
+      "tasks/devnet.ts",
+      "--dir",
+      dir,
+      "--epochs",
+      "1",
+      "--steps",
+      "1",
+      "--json",
+      "--explorer",
+    ],
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
@@ -134,6 +146,9 @@ Deno.test({
       const run = await devnetWithExplorer(dir);
       child = run.child;
       const s = run.summary;
+      // Every training claim of the run, in chain order, as the explorer lists them.
+      const claims = s.epochs.flatMap((e) => e.steps).map((c) => ({ ...c, status: c.outcome }));
+      const settled = claims.filter((c) => c.status === "settled").length;
       const base = run.url;
       match(run.stderr.join("\n"), new RegExp(`^explorer on ${base}$`, "m"));
       const statePath = `${dir}/validator-0/state.sqlite`;
@@ -159,22 +174,22 @@ Deno.test({
         "tr.claim-row",
         (trs) => trs.map((tr) => (tr as unknown as { innerText: string }).innerText),
       );
-      equal(rows.length, s.claims.length);
-      s.claims.forEach((c, i) => {
+      equal(rows.length, claims.length);
+      claims.forEach((c, i) => {
         match(rows[i]!, new RegExp(`\\b${c.loss!.toFixed(4)}\\b`), `claim ${i + 1}`);
         match(rows[i]!, new RegExp(c.status));
       });
-      const rejected = s.claims.find((c) => c.status === "rejected")!;
-      match(rows[s.claims.indexOf(rejected)]!, /mismatch: optimizer update/);
-      match(training, new RegExp(`${s.settled} settled · 1 rejected`));
+      const rejected = claims.find((c) => c.status === "rejected")!;
+      match(rows[claims.indexOf(rejected)]!, /mismatch: optimizer update/);
+      match(training, new RegExp(`${settled} settled · 1 rejected`));
       const chart = await page.evaluate(() => {
         const c = (globalThis as unknown as { lossChart?: { data: number[][] } }).lossChart;
         return c ? { x: c.data[0] ?? [], y: c.data[1] ?? [] } : null;
       });
-      equal(chart?.x.length, s.settled);
+      equal(chart?.x.length, settled);
       assertEquals(
         chart.y.map((v) => v.toFixed(4)),
-        s.claims.filter((c) => c.status === "settled").map((c) => c.loss!.toFixed(4)),
+        claims.filter((c) => c.status === "settled").map((c) => c.loss!.toFixed(4)),
       );
       equal((await page.$$("#loss-chart canvas")).length, 1);
 
