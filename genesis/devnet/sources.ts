@@ -29,8 +29,11 @@ import { sourcesFileValue } from "../../actors/curator/config.ts";
 import { DEVNET_TOKENIZER_ROWS } from "./codec.ts";
 import { devnetRows, GENERATOR_VERSION } from "./generator.ts";
 
-/** Rows of each devnet source. */
-export const DEVNET_SOURCE_ROWS = { train: 512, retention: 128, fresh: 128 } as const;
+/**
+ * Rows of each devnet source: a cohort takes 32 retention and 32 fresh documents that fit one window (about 70
+ * rows of each source) and 128 train documents (about 145 rows), so the sources hold enough for 6 epochs.
+ */
+export const DEVNET_SOURCE_ROWS = { train: 1024, retention: 512, fresh: 512 } as const;
 /**
  * The Curator's and the reviewers' window settings on the devnet: one window of 48 tokens of context and 32
  * of response per document, so each evaluation group is exactly 32 windows (8 scores) and an evaluation

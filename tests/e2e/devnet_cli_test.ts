@@ -23,7 +23,7 @@ Deno.test("deno task devnet --help names every option; bad options exit 2 and bu
     for (
       const [args, message] of [
         [["--steps", "0"], "error: --steps is 0, expected an integer from 1 to 64"],
-        [["--epochs", "0"], "error: --epochs is 0, expected an integer from 1 to 16"],
+        [["--epochs", "0"], "error: --epochs is 0, expected an integer from 1 to 6"],
         [["--steps", "two"], "error: --steps is two, expected an integer from 1 to 64"],
         [["--fast"], "error: Unknown option '--fast'"],
         [["go"], "error: unexpected argument go"],
