@@ -37,7 +37,7 @@ Run it again after it was killed at any moment: it resumes from the journals and
 same final state. A finished devnet prints its summary again.
 
 Options:
-  --epochs N    whole epochs to run, 1 to 6 (the pinned sources hold 6 cohorts; default 2; a resumed
+  --epochs N    whole epochs to run, 1 to 6 (the pinned sources hold 6 cohorts; default 1; a resumed
                 scenario keeps its first value)
   --steps N     scheduled training steps of each cohort, 1 to 64 (default 5; fixed when the devnet is
                 built: a built devnet keeps its value, --reset to change it)
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const steps = integerOption(values.steps, "steps", { fallback: DEFAULT_STEPS, max: 64 });
-  const epochs = integerOption(values.epochs, "epochs", { fallback: 2, max: 6 });
+  const epochs = integerOption(values.epochs, "epochs", { fallback: 1, max: 6 });
   const engine = values.engine ?? "embedded";
   if (engine !== "embedded" && engine !== "cometbft") {
     throw new UsageError(`--engine is ${engine}, expected embedded or cometbft`);

@@ -172,12 +172,12 @@ Deno.test("deno task devnet --epochs 1 --steps 3: a whole epoch with a forged st
 
 Deno.test({
   name:
-    "deno task devnet runs 2 whole epochs: the second cohort replays a quarter of its schedule from the first, trains honestly and is decided by the gate",
+    "deno task devnet --epochs 2 runs 2 whole epochs: the second cohort replays a quarter of its schedule from the first, trains honestly and is decided by the gate",
   ignore: SLOW,
   async fn() {
     const tmp = await Deno.makeTempDir({ prefix: "devnet-epochs-" });
     try {
-      const run = await runDevnet(`${tmp}/devnet`, ["--steps", "4"], { viaTask: true });
+      const run = await runDevnet(`${tmp}/devnet`, ["--epochs", "2", "--steps", "4"], { viaTask: true });
       equal(run.code, 0, run.stderr.slice(-30).join("\n"));
       const s = run.summary!;
       const { served } = await checkEpochOne(s, 4);
@@ -248,10 +248,10 @@ Deno.test({
           /^\[e2 evaluate\] finish/,
         ]
       ) {
-        const r = await runDevnet(dir, [], { killAt: at });
+        const r = await runDevnet(dir, ["--epochs", "2"], { killAt: at });
         equal(r.killed, true, `${at}: ${r.stderr.slice(-30).join("\n")}`);
       }
-      const last = await runDevnet(dir, []);
+      const last = await runDevnet(dir, ["--epochs", "2"]);
       equal(last.code, 0, last.stderr.slice(-30).join("\n"));
       await checkEpochOne(last.summary!, 5);
       checkBalances(last.summary!, 10, 33 + 32, 2);
