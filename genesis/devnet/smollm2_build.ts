@@ -1,0 +1,186 @@
+/**
+ * Builds the SmolLM2 devnet (`deno task devnet --model smollm2`, default `.neuroshard/devnet-smollm2/`): a
+ * genesis whose model, codec and single training batch are the contents of `smollm2_contents.ts` computed from
+ * the fetched GGUF and checked against the pin `genesis/pins/smollm2_genesis.json` (so every build pins the
+ * same roots), `SMOLLM2_PARAMS` (windows long enough for a real stage to be computed, replayed and disputed),
+ * and the validator homes of `ledger_devnet.ts`; homes with an account key and a bearer token (0600) for four
+ * workers (three hold the 30-block model at 48M parameters each, the fourth takes the blocks a growth adds), a
+ * forging worker, the sponsor and the referee. The model's objects are written once into `objects/` and
+ * hard-linked into every home that computes or checks stages (no copy per home; validators need none: a
+ * dispute brings them the sealed bytes).
+ *
+ * The build happens in `<dir>.building/` and is renamed into place at the end.
+ *
+ * @example
+ * ```ts
+ * import { ensureSmollm2Devnet } from "./smollm2_build.ts";
+ * // const layout = await ensureSmollm2Devnet({ dir: ".neuroshard/devnet-smollm2", gguf: ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf" });
+ * ```
+ */
+import { canonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { id } from "../../core/digest.ts";
+import { ProtocolError } from "../../core/errors.ts";
+import { ObjectStore } from "../../core/object_store.ts";
+import { createKeyFile } from "../../ledger/keys.ts";
+import { loadToken } from "../../actors/runtime/token.ts";
+import { ATOMS_PER_NEURO, type WorkflowParams } from "../../workflows/params.ts";
+import { DEVNET_GENESIS_TIME, type DevnetLayout, readDevnet } from "../devnet_builder.ts";
+import { writeDevnetGenesis } from "../ledger_devnet.ts";
+import pin from "../pins/smollm2_genesis.json" with { type: "json" };
+import type { DevnetContents } from "./contents.ts";
+import { smollm2Contents } from "./smollm2_contents.ts";
+
+/**
+ * The SmolLM2 devnet's parameters beside `DEVNET_PARAMS` (1 s blocks): a lease of 10 minutes for a step that
+ * takes about 25 s alone; a 90-block challenge window for a referee replaying three real stages while
+ * validators replay a dispute; 600 blocks for the 184 upload and seal transactions of a forged stage; paid
+ * inference windows longer than the challenge window.
+ */
+export const SMOLLM2_PARAMS: Partial<WorkflowParams> = {
+  lease_blocks: 600,
+  challenge_blocks: 90,
+  availability_blocks: 600,
+  max_claim_blocks: 1_800,
+  // Paid inference must outlast a challenge window (PROTOCOL §8).
+  min_inference_blocks: 100,
+  max_inference_blocks: 600,
+};
+
+/** The block byte bound of the SmolLM2 devnet: 8 MiB, five 1 MiB upload chunks a block. */
+export const SMOLLM2_BLOCK_BYTES = 8 * 1024 * 1024;
+
+/** Initial balances of the SmolLM2 devnet's actors, in atoms. */
+export const SMOLLM2_FUNDING = {
+  sponsor: 1_000 * ATOMS_PER_NEURO,
+  referee: 100 * ATOMS_PER_NEURO,
+  worker: 10 * ATOMS_PER_NEURO,
+} as const;
+
+/** The homes of the SmolLM2 devnet's actors, in the order their keys are made. */
+export const SMOLLM2_ACTORS = [
+  "worker-0",
+  "worker-1",
+  "worker-2",
+  "worker-3",
+  "forger",
+  "sponsor",
+  "referee",
+];
+
+/** The homes that compute or check stages and so get the genesis objects. */
+const OBJECT_HOMES = ["worker-0", "worker-1", "worker-2", "worker-3", "forger", "referee"];
+
+/** Options of the build. */
+export interface Smollm2BuildOptions {
+  readonly dir: string;
+  /** The fetched GGUF (`deno task model:fetch-smollm2`). */
+  readonly gguf: string;
+}
+
+/** The genesis fields the contents pin: model, codec, and the one training batch with its rate and clip. */
+export function smollm2TrainingFields(c: {
+  model: { manifest: unknown; root: string };
+  codec: { root: string; manifest: unknown };
+  batches: readonly unknown[];
+  learningRate: string;
+  clip: string;
+}): JsonObject {
+  return {
+    model: { manifest: c.model.manifest as JsonObject, root: c.model.root },
+    codec: { root: c.codec.root, manifest: c.codec.manifest as JsonObject },
+    training: { learning_rate: c.learningRate, clip: c.clip, batches: c.batches as JsonValue[] },
+  };
+}
+
+/** The pinned genesis fields (`genesis/pins/smollm2_genesis.json`), usable without the model file. */
+export function pinnedTrainingFields(): JsonObject {
+  return smollm2TrainingFields({
+    model: pin.model,
+    codec: pin.codec,
+    batches: pin.training.batches,
+    learningRate: pin.training.learning_rate,
+    clip: pin.training.clip,
+  });
+}
+
+/** Throws `invalid_model` unless the contents computed from the file are the pinned ones. */
+export function checkPinned(contents: DevnetContents): void {
+  const got = id(smollm2TrainingFields(contents));
+  const want = id(pinnedTrainingFields());
+  if (got !== want) {
+    throw new ProtocolError(
+      "invalid_model",
+      `Cannot build the SmolLM2 devnet: its genesis contents are ${got}, expected the pinned ${want} (model root ${contents.model.root}, pinned ${pin.model.root})`,
+    );
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, (e) => {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  });
+}
+
+/** Hard-links every object of `from` into `to` (a copy where the file system refuses a link). */
+async function linkObjects(from: ObjectStore, to: ObjectStore, roots: Iterable<string>): Promise<void> {
+  for (const root of roots) {
+    const target = to.pathOf(root);
+    if (await exists(target)) continue;
+    await Deno.mkdir(target.slice(0, target.lastIndexOf("/")), { recursive: true });
+    await Deno.link(from.pathOf(root), target).catch(() => Deno.copyFile(from.pathOf(root), target));
+  }
+}
+
+/** Builds the SmolLM2 devnet at `dir` unless a genesis is there already; returns its layout either way. */
+export async function ensureSmollm2Devnet(
+  options: Smollm2BuildOptions,
+  progress: (line: string) => void = () => {},
+): Promise<DevnetLayout & { built: boolean }> {
+  const dir = options.dir.replace(/\/+$/, "");
+  if (await exists(`${dir}/genesis.json`)) return { ...(await readDevnet(dir)), built: false };
+  if (await exists(dir)) {
+    throw new ProtocolError("key_exists", `Cannot build devnet: ${dir} exists but holds no genesis.json`);
+  }
+  const staging = `${dir}.building`;
+  await Deno.remove(staging, { recursive: true }).catch((e) => {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  });
+  progress(`importing SmolLM2 from ${options.gguf}`);
+  const file = options.gguf.slice(options.gguf.lastIndexOf("/") + 1);
+  let contents: DevnetContents | null = smollm2Contents(await Deno.readFile(options.gguf), file);
+  checkPinned(contents);
+  progress(
+    `model ${contents.model.root} (${contents.model.manifest.parameters} parameters), codec ${contents.codec.root}`,
+  );
+  const accounts = [];
+  for (const name of SMOLLM2_ACTORS) {
+    const key = await createKeyFile(`${staging}/${name}/account.key`);
+    await loadToken(`${staging}/${name}/token`);
+    const balance = name.startsWith("worker") || name === "forger"
+      ? SMOLLM2_FUNDING.worker
+      : SMOLLM2_FUNDING[name as "sponsor" | "referee"];
+    accounts.push({ id: key.accountId, balance });
+  }
+  await writeDevnetGenesis({
+    out: staging,
+    validators: 4,
+    time: DEVNET_GENESIS_TIME,
+    blockIntervalMs: 1_000,
+    accounts,
+    ...smollm2TrainingFields(contents),
+    params: SMOLLM2_PARAMS,
+  });
+  progress("storing the model once and linking it into the workers' and the referee's homes");
+  const shared = new ObjectStore(`${staging}/objects`);
+  for (const [root, bytes] of contents.objects) await shared.putExpected(root, bytes);
+  const roots = [...contents.objects.keys()];
+  contents = null; // the float32 files are on disk now; let them go before anything else runs
+  for (const home of OBJECT_HOMES) {
+    await linkObjects(shared, new ObjectStore(`${staging}/${home}/objects`), roots);
+  }
+  await Deno.writeTextFile(`${staging}/model.json`, canonical({ model: "smollm2", gguf: file }) + "\n");
+  await Deno.mkdir(dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : ".", { recursive: true });
+  await Deno.rename(staging, dir);
+  return { ...(await readDevnet(dir)), built: true };
+}
