@@ -4,9 +4,11 @@ import { ChainClient } from "../actors/common/chain.ts";
 import { openHome } from "../actors/common/home.ts";
 import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts";
 import { Sponsor, type SponsorEvent } from "../actors/sponsor/sponsor.ts";
+import { growOnce } from "../actors/sponsor/grow.ts";
 import { integerOption, parse, required, runTask } from "./_cli.ts";
 
 const HELP = `deno task sponsor --home DIR --rpc URL --workers FILE [--steps N] [--budget N] [--json]
+deno task sponsor --home DIR --rpc URL --workers FILE --grow N [--json]
 
 Run a Sponsor: for each training step it charges an attempt in DIR/budget.json (durably, before reserving:
 a restart cannot replenish it), waits for the ledger to be free, reserves, places the model on the workers
@@ -18,12 +20,20 @@ Killed at any moment and restarted, it continues the same step and never reserve
 Prints one line per phase: "step <round> <phase> height=<h> loss=<loss>" (or one JSON object with --json),
 and "done <settled> settled, <spent>/<budget> attempts" at the end.
 
+With --grow N it grows the learning model by N identity blocks instead (PROTOCOL §5.3): the grown manifest
+from the parent manifest and the bytes of the parent's last block (fetched from a worker), the new block
+stored on the workers that the grown placement gives it, a "grow" transaction with the workers file's
+capacities (journaled like every other; DIR/grow.json records the parent first, so a restart never grows
+twice), then it waits until the chain decides the growth and prints
+"grown <claim id> <status> parameters=+<n>" (or one JSON object with "event":"grown"). Exit 1 unless settled.
+
 Options:
   --home DIR        sponsor directory (account.key created if missing; fund the account before reserving)
   --rpc URL         a validator's RPC URL (http://127.0.0.1:PORT)
   --workers FILE    JSON array of {url, token | token_file, capacity?} in stage order
   --steps N         settled steps to reach, counted over every run of this home (default 1)
   --budget N        attempts in a new budget file (default 2*steps+2; an existing file keeps its own)
+  --grow N          grow by N identity blocks (1-16) instead of training
   --poll-ms N       pause between chain polls (default 300)
   --json            machine-readable events, one JSON object per line
   -h, --help        show this help`;
@@ -36,6 +46,7 @@ async function main(): Promise<void> {
     steps: { type: "string" },
     budget: { type: "string" },
     "poll-ms": { type: "string" },
+    grow: { type: "string" },
     json: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
@@ -48,6 +59,32 @@ async function main(): Promise<void> {
   const pollMs = integerOption(values["poll-ms"], "poll-ms", { fallback: 300 });
   const entries = await readWorkersFile(workersFile);
   const home = await openHome(homeDir);
+  if (values.grow !== undefined) {
+    const added = integerOption(values.grow, "grow", { fallback: 1, min: 1, max: 16 });
+    const g = await growOnce({
+      home,
+      chain: new ChainClient(rpc),
+      workers: entries.map((e) => new WorkerClient(e.url, e.token)),
+      entries,
+      added,
+      emit: (e) => values.json ? console.log(canonical(e)) : console.log(`grow ${e.phase}`),
+      pollMs,
+    });
+    console.log(
+      values.json
+        ? canonical({ event: "grown", ...g })
+        : `grown ${g.claim_id} ${g.status}${
+          g.reason ? `: ${g.reason}` : ""
+        } parameters=+${g.added_parameters}`,
+    );
+    home.journal.close();
+    if (g.status !== "settled") {
+      throw new Error(
+        `Cannot grow: the growth ${g.claim_id} is ${g.status}${g.reason ? `: ${g.reason}` : ""}`,
+      );
+    }
+    return;
+  }
   const emit = values.json
     ? (e: SponsorEvent) => console.log(canonical(e))
     : (e: SponsorEvent) =>
