@@ -25,6 +25,8 @@ import { MempoolStore } from "./mempool_store.ts";
 import { Proposer } from "./proposer.ts";
 import { type HaltReport, Replica } from "./replica.ts";
 import { assertReachable, callUpstream, UPSTREAM_TIMEOUT_MS } from "./upstream.ts";
+import { LedgerView } from "../state/accessors.ts";
+import { verdictsAhead } from "../training/verdict_ahead.ts";
 
 /** How to start a node. */
 export interface NodeOptions {
@@ -81,7 +83,11 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
     ? new Mempool(app, { store: pool, ...(options.mempool ? { limits: options.mempool } : {}) })
     : null;
   const proposer = mempool ? new Proposer(app, mempool, heights, key) : null;
-  const replica = upstream ? new Replica(app, upstream, heights, key, log, upstreamMs) : null;
+  const statePath = `${options.home}/state.sqlite`;
+  const replica = upstream ? new Replica(app, upstream, heights, key, log, upstreamMs, statePath) : null;
+  // A dispute whose objects were all sealed before a restart gets its verdict computed ahead again.
+  verdictsAhead.enabled = true;
+  verdictsAhead.schedule(statePath, new LedgerView(app.store));
 
   const rpc: RpcNode = {
     async broadcast(raw) {
@@ -180,8 +186,11 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
       next = Math.max(next + interval, Date.now());
       const head = proposer!.produce(Date.now());
       const b = app.store.block(head.height)!;
-      const txs = (b.block as { txs: unknown[] }).txs.length;
-      log(`block ${head.height} txs ${txs} app_hash ${head.app_hash}`);
+      const txs = (b.block as { txs: { body?: { kind?: unknown } }[] }).txs;
+      log(`block ${head.height} txs ${txs.length} app_hash ${head.app_hash}`);
+      if (txs.some((t) => t.body?.kind === "seal")) {
+        verdictsAhead.schedule(statePath, new LedgerView(app.store));
+      }
     }
     return null;
   })();

@@ -2,7 +2,8 @@
  * The proposer of the embedded engine: every `block_interval_ms` it takes pending transactions up to the
  * block byte bound, adds the attestations of the previous block it has collected (its own included), applies
  * the block through the application (`prepareProposal` → `finalizeBlock` → `commit`) and tells waiting
- * followers. Empty blocks are made too, so block time and deadlines advance.
+ * followers. Empty blocks are made too, so block time and deadlines advance. A `resolve` waits in the mempool
+ * while its verdict is computed ahead off this thread (`../training/verdict_ahead.ts`, at most `HOLD_MS`).
  */
 import { canonicalBytes, hasExactKeys, isObject, type JsonValue } from "../../core/canonical.ts";
 import { reject, type Rejection } from "../../core/errors.ts";
@@ -13,6 +14,27 @@ import { LedgerView } from "../state/accessors.ts";
 import type { ChainHead } from "../state/store.ts";
 import type { Mempool } from "./mempool.ts";
 import type { Heights } from "./heights.ts";
+import { verdictsAhead } from "../training/verdict_ahead.ts";
+
+/**
+ * True for a `resolve` that waits in the mempool at `height` (`VerdictsAhead.holds`: its verdict is being
+ * computed ahead, or its last object is not sealed yet, while its deadline is not near).
+ */
+function heldResolve(raw: Uint8Array, view: () => LedgerView, height: number): boolean {
+  if (raw.length > 4096) return false; // a resolve is small; uploads are not looked at
+  let claimId: unknown;
+  try {
+    const env = JSON.parse(new TextDecoder().decode(raw)) as {
+      body?: { kind?: unknown; claim_id?: unknown };
+    };
+    if (env.body?.kind !== "resolve") return false;
+    claimId = env.body.claim_id;
+  } catch {
+    return false;
+  }
+  if (typeof claimId !== "string") return false;
+  return verdictsAhead.holds(view(), claimId, height);
+}
 
 /** Makes and commits blocks on one node. */
 export class Proposer {
@@ -50,7 +72,9 @@ export class Proposer {
       txs: [],
     };
     const reserved = canonicalBytes(shell as unknown as JsonValue).length;
-    const block: Block = { ...shell, txs: this.#app.prepareProposal(this.#mempool.candidates(), reserved) };
+    const view = () => new LedgerView(this.#app.store);
+    const candidates = this.#mempool.candidates().filter((raw) => !heldResolve(raw, view, shell.height));
+    const block: Block = { ...shell, txs: this.#app.prepareProposal(candidates, reserved) };
     const result = this.#app.finalizeBlock(block);
     const next = this.#app.commit();
     this.#mempool.afterCommit(result.tx_hashes, now);

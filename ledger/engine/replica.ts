@@ -13,6 +13,7 @@ import type { LedgerApp } from "../app.ts";
 import { attestationMessage, type ConsensusKey, signEd25519 } from "../consensus_key.ts";
 import { LedgerView } from "../state/accessors.ts";
 import type { Heights } from "./heights.ts";
+import { verdictsAhead } from "../training/verdict_ahead.ts";
 
 /** Why a replica stopped. */
 export interface HaltReport {
@@ -34,6 +35,8 @@ export class Replica {
   readonly #log: (line: string) => void;
   readonly #inflight = new Set<Promise<void>>();
   readonly #upstreamMs: number;
+  /** The state file, for verdicts computed ahead (`../training/verdict_ahead.ts`); null turns them off. */
+  readonly #statePath: string | null;
 
   constructor(
     app: LedgerApp,
@@ -42,7 +45,9 @@ export class Replica {
     key: ConsensusKey | undefined,
     log: (line: string) => void,
     upstreamMs = 10_000,
+    statePath: string | null = null,
   ) {
+    this.#statePath = statePath;
     this.#upstreamMs = upstreamMs;
     this.#app = app;
     this.#url = proposerUrl.replace(/\/$/, "");
@@ -91,8 +96,13 @@ export class Replica {
         await new Promise((r) => setTimeout(r, 250));
         continue;
       }
+      // A resolve is applied with its verdict computed ahead when one is being computed (at most HOLD_MS).
+      if (this.#statePath !== null && text.includes('"kind":"resolve"')) await verdictsAhead.settled();
       const halt = this.#apply(height, text);
       if (halt) return halt;
+      if (this.#statePath !== null && text.includes('"kind":"seal"')) {
+        verdictsAhead.schedule(this.#statePath, new LedgerView(this.#app.store));
+      }
     }
     return null;
   }

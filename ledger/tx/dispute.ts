@@ -6,6 +6,7 @@
  * the referee's verdict on the sealed bytes), then feed the claim's lifecycle machine and apply its moves.
  * Chunks are kept in ledger state; a sealed object's bytes stay there and are served by `GET /object/<root>`.
  * A referee that crashes or runs out of memory rejects the `resolve` with `referee_error` and decides nothing.
+ * The verdict of a training stage may have been computed ahead in a worker thread (`verdict_ahead.ts`).
  */
 import { Buffer } from "node:buffer";
 import { sha256Stream } from "../../core/digest.ts";
@@ -14,6 +15,7 @@ import { isRoot } from "../../core/hex.ts";
 import { MAX_OBJECT_BYTES } from "../../core/limits.ts";
 import { trainingWriter } from "../training/store.ts";
 import { decodeBase64Strict, TRAINING_TX_FIELDS } from "../training/wire.ts";
+import { verdictKey, verdictsAhead } from "../training/verdict_ahead.ts";
 import { disputeTarget } from "./dispute_target.ts";
 import type { TrainingKind } from "./training.ts";
 
@@ -145,7 +147,9 @@ export const resolve: TrainingKind = {
     // Every check of the machine first (fraud challenge, all sealed, deadline), before any neural work.
     const dry = d.dryResolve(ctx.sender);
     if (!dry.ok) return dry;
-    const v = d.verdict(d.claim.challenge!);
+    // A verdict computed ahead off the block thread (`verdict_ahead.ts`) is the same function of the same bytes.
+    const c = d.claim.challenge!;
+    const v = verdictsAhead.take(verdictKey(d.claimId, c)) ?? d.verdict(c);
     if (v.verdict === "error") {
       return reject(
         "referee_error",
