@@ -9,6 +9,7 @@ import { cometHomeOf, writeCometConfigs, writeCometHomes } from "../ledger/abci/
 import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import { type Explorer, startExplorer } from "../explorer/server.ts";
 import { StateSource } from "../explorer/state_source.ts";
+import { runSmollm2Devnet, SMOLLM2_GGUF } from "./_devnet_smollm2.ts";
 
 /** Scheduled steps of each devnet cohort unless `--steps` says otherwise. */
 const DEFAULT_STEPS = 5;
@@ -50,6 +51,14 @@ Options:
   --engine E    embedded (default: one proposer, replicas that re-apply) or cometbft (the same scenario on
                 four CometBFT validators, each with its own cometbft process; needs deno task
                 cometbft:install; the summary says "engine":"cometbft")
+  --model M     devnet (default: the small model above) or smollm2: the real SmolLM2-135M-Instruct
+                (deno task model:fetch-smollm2 first) on 4 validators, 3 workers of 48M parameters
+                and a fourth for growth, a forger, a sponsor and a referee: one honest paid step, one
+                forged step refuted with the real uploads, a growth by 4 identity blocks, one paid
+                step on the grown model and the final model's greedy answer; the summary shows step,
+                replay, dispute and growth figures beside the reference's, each phase's wall time
+                and each process's peak RSS (dir .neuroshard/devnet-smollm2; about 10 GB of memory)
+  --gguf FILE   with --model smollm2: the GGUF (default ${SMOLLM2_GGUF})
   --explorer    serve the explorer (read-only, on validator-0's state) beside the devnet, print its URL, and
                 keep serving it after the scenario until Ctrl-C
   -h, --help    show this help`;
@@ -100,10 +109,39 @@ async function main(): Promise<void> {
     dir: { type: "string" },
     explorer: { type: "boolean" },
     engine: { type: "string" },
+    model: { type: "string" },
+    gguf: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const model = values.model ?? "devnet";
+  if (model !== "devnet" && model !== "smollm2") {
+    throw new UsageError(`--model is ${model}, expected devnet or smollm2`);
+  }
+  if (model === "devnet" && values.gguf !== undefined) {
+    throw new UsageError("--gguf goes with --model smollm2");
+  }
+  if (model === "smollm2") {
+    for (const flag of ["steps", "no-forge", "engine", "explorer"] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --model smollm2`);
+    }
+    const dir = (values.dir ?? ".neuroshard/devnet-smollm2").replace(/\/+$/, "");
+    const say = values.json ? (l: string) => console.error(l) : (l: string) => console.log(l);
+    if (values.reset) {
+      await Deno.remove(dir, { recursive: true }).catch((e) => {
+        if (!(e instanceof Deno.errors.NotFound)) throw e;
+      });
+    }
+    const signalled = await runSmollm2Devnet({
+      dir,
+      gguf: values.gguf ?? SMOLLM2_GGUF,
+      json: !!values.json,
+      say,
+    });
+    if (signalled) Deno.exit(signalled === "SIGINT" ? 130 : 143);
+    return;
+  }
   const steps = integerOption(values.steps, "steps", { fallback: DEFAULT_STEPS, max: 64 });
   const epochs = integerOption(values.epochs, "epochs", { fallback: 1, max: 6 });
   const engine = values.engine ?? "embedded";

@@ -1,0 +1,177 @@
+/**
+ * The SmolLM2 devnet's report: the devnet summary read from the chain (claims, balances, issued atoms, app
+ * hashes) plus the measures of the reference's published lifecycle, ours beside theirs — step time, each
+ * stage's replay by the referee, the forged step's dispute (bytes, upload/seal transactions, publish and
+ * resolve time, counted from the chain's blocks), the growth (parameters added, bytes the referee needed),
+ * atoms issued, agreement and the final answer — with each phase's wall time and every process's peak RSS.
+ *
+ * @example
+ * ```ts
+ * import { formatSmollm2Report } from "./smollm2_report.ts";
+ * // console.log(formatSmollm2Report(await collectSmollm2Report(layout, urls, scenario)));
+ * ```
+ */
+import { isObject, type JsonObject } from "../../core/canonical.ts";
+import { decodeBase64Strict } from "../../ledger/training/wire.ts";
+import type { DevnetLayout } from "../devnet_builder.ts";
+import { ChainView } from "./chain_view.ts";
+import type { Smollm2Scenario } from "./smollm2_journal.ts";
+import { collectSummary, type DevnetSummary } from "./summary.ts";
+
+/** The reference's published figures for the same lifecycle. */
+export const SMOLLM2_REFERENCE = {
+  parameters: 134_515_008,
+  step_s: 18.05,
+  replay_s: [7.32, 6.41, 5.76],
+  dispute_bytes: 171_114_496,
+  dispute_txs: 184,
+  publish_s: 363.57,
+  resolve_s: 19.47,
+  grown_parameters: 148_675_392,
+  growth_bytes: 14_161_224,
+  issued: 2_000_000,
+  answer: "The capital of France is Paris.",
+} as const;
+
+/** The forged step's dispute as the chain recorded it. */
+export interface DisputeFacts extends JsonObject {
+  claim_id: string;
+  status: string;
+  reason: string | null;
+  /** Bytes uploaded (decoded) and upload + seal transactions accepted, for the claim. */
+  bytes: number;
+  txs: number;
+  uploads: number;
+  seals: number;
+}
+
+/** The report. */
+export interface Smollm2Report extends JsonObject {
+  summary: DevnetSummary;
+  dispute: DisputeFacts | null;
+  growth: JsonObject | null;
+  answer: JsonObject | null;
+  measures: { name: string; ours: string; reference: string }[];
+  phase_s: Record<string, number>;
+  peak_rss_mb: Record<string, number>;
+}
+
+/** Counts the accepted uploads and seals of `claimId` in blocks from `from` on. */
+async function disputeFacts(view: ChainView, claimId: string, height: number): Promise<DisputeFacts> {
+  let bytes = 0, uploads = 0, seals = 0;
+  for (const tx of await view.transactions(height)) {
+    if (!tx.ok || tx.body.claim_id !== claimId) continue;
+    if (tx.kind === "upload") {
+      uploads++;
+      bytes += decodeBase64Strict(tx.body.data)?.length ?? 0;
+    } else if (tx.kind === "seal") seals++;
+  }
+  const c = await view.get(`/claim?id=${claimId}`);
+  const state = isObject(c) && isObject(c.state) ? c.state : {};
+  return {
+    claim_id: claimId,
+    status: String(state.status ?? "unknown"),
+    reason: typeof state.reason === "string" ? state.reason : null,
+    bytes,
+    txs: uploads + seals,
+    uploads,
+    seals,
+  };
+}
+
+const sec = (ms: number | undefined) => (ms === undefined ? "-" : (ms / 1000).toFixed(2));
+const int = (
+  n: number | undefined | null,
+) => (n === undefined || n === null ? "-" : n.toLocaleString("en-US"));
+
+/** Reads the report at the proposer's current height. */
+export async function collectSmollm2Report(
+  layout: DevnetLayout,
+  urls: readonly string[],
+  s: Smollm2Scenario,
+): Promise<Smollm2Report> {
+  const summary = await collectSummary(layout, urls);
+  const view = new ChainView(urls[0]!);
+  const dispute = s.forge_claim === null ? null : await disputeFacts(view, s.forge_claim, summary.height);
+  const honest = summary.claims.find((c) => c.status === "settled");
+  const cumulative = honest ? s.replay_ms[honest.claim_id] ?? [] : [];
+  const replay = cumulative.map((t, i) => t - (i === 0 ? 0 : cumulative[i - 1]!));
+  const g = s.growth as { added_parameters?: number; last_block_bytes?: number; status?: string } | null;
+  const grownParams = g?.added_parameters === undefined
+    ? undefined
+    : SMOLLM2_REFERENCE.parameters + g.added_parameters;
+  const R = SMOLLM2_REFERENCE;
+  const measures = [
+    { name: "trainable parameters", ours: int(R.parameters), reference: int(R.parameters) },
+    { name: "full-model step (s)", ours: sec(s.step_ms.honest), reference: R.step_s.toFixed(2) },
+    { name: "step on the grown model (s)", ours: sec(s.step_ms.grown), reference: "-" },
+    {
+      name: "referee replay per stage (s)",
+      ours: replay.map((ms) => sec(ms)).join(", ") || "-",
+      reference: R.replay_s.join(", "),
+    },
+    { name: "forged stage: bytes uploaded", ours: int(dispute?.bytes), reference: int(R.dispute_bytes) },
+    { name: "forged stage: upload/seal txs", ours: int(dispute?.txs), reference: int(R.dispute_txs) },
+    {
+      name: "forged stage: publish (s)",
+      ours: sec(s.dispute_ms?.publish),
+      reference: R.publish_s.toFixed(2),
+    },
+    {
+      name: "forged stage: resolve (s)",
+      ours: sec(s.dispute_ms?.resolve),
+      reference: R.resolve_s.toFixed(2),
+    },
+    {
+      name: "forged stage: outcome",
+      ours: `${dispute?.status ?? "-"} (${dispute?.reason ?? "-"})`,
+      reference: "rejected",
+    },
+    { name: "parameters after growth", ours: int(grownParams), reference: int(R.grown_parameters) },
+    { name: "growth checked from (bytes)", ours: int(g?.last_block_bytes), reference: int(R.growth_bytes) },
+    { name: "atoms issued", ours: int(summary.issued), reference: int(R.issued) },
+    { name: "validators agree on the app hash", ours: String(summary.validators_agree), reference: "true" },
+    { name: "answer", ours: String(s.answer?.text ?? "-"), reference: R.answer },
+  ];
+  const phase_s = Object.fromEntries(
+    Object.entries(s.phase_ms).map(([k, v]) => [k, Math.round(v / 10) / 100]),
+  );
+  const peak_rss_mb = Object.fromEntries(
+    Object.entries(s.peak_rss).sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true }))
+      .map(([k, v]) => [k, Math.round(v / 1024 / 1024)]),
+  );
+  return {
+    summary,
+    dispute,
+    growth: s.growth,
+    answer: s.answer,
+    measures,
+    phase_s,
+    peak_rss_mb,
+  };
+}
+
+/** The report as text for a person: the measures table, phase times, peak RSS, then the claims. */
+export function formatSmollm2Report(r: Smollm2Report): string {
+  const w = Math.max(...r.measures.map((m) => m.name.length));
+  const o = Math.max(4, ...r.measures.map((m) => m.ours.length));
+  const lines = [
+    "SmolLM2-135M on the devnet — ours beside the reference's published run",
+    `${"measure".padEnd(w)}  ${"ours".padEnd(o)}  reference`,
+    ...r.measures.map((m) => `${m.name.padEnd(w)}  ${m.ours.padEnd(o)}  ${m.reference}`),
+    "",
+    `phase wall time (s): ${Object.entries(r.phase_s).map(([k, v]) => `${k} ${v}`).join(", ")}`,
+    `peak RSS (MiB): ${Object.entries(r.peak_rss_mb).map(([k, v]) => `${k} ${v}`).join(", ")}`,
+    "",
+    ...r.summary.claims.map((c) =>
+      `claim ${c.claim_id.slice(0, 12)} at height ${c.height}: ${c.status}${
+        c.reason ? ` (${c.reason})` : ""
+      }` +
+      (c.loss === null ? "" : ` loss=${c.loss.toFixed(4)}`)
+    ),
+    `growth ${String(r.growth?.claim_id ?? "-").slice(0, 12)}: ${r.growth?.status ?? "-"}`,
+    `issued ${r.summary.issued} atoms, burned ${r.summary.burned}; training round ${r.summary.training_round}`,
+    `validators agree on the app hash at height ${r.summary.height}: ${r.summary.validators_agree}`,
+  ];
+  return lines.join("\n");
+}

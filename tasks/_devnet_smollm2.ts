@@ -1,0 +1,64 @@
+/**
+ * `deno task devnet --model smollm2`: builds the SmolLM2 devnet from the fetched GGUF if needed
+ * (`genesis/devnet/smollm2_build.ts`), runs its scenario (`genesis/devnet/smollm2_scenario.ts`) and prints the
+ * report beside the reference's figures. Called by `tasks/devnet.ts`, which owns the flags.
+ */
+import { Supervisor } from "../genesis/devnet/supervisor.ts";
+import { ensureSmollm2Devnet } from "../genesis/devnet/smollm2_build.ts";
+import { runSmollm2Scenario } from "../genesis/devnet/smollm2_scenario.ts";
+import { formatSmollm2Report } from "../genesis/devnet/smollm2_report.ts";
+import pin from "../genesis/pins/smollm2.json" with { type: "json" };
+
+/** The default GGUF path (where `deno task model:fetch-smollm2` writes it). */
+export const SMOLLM2_GGUF = `.cache/models/${pin.gguf_file}`;
+
+/** Runs the SmolLM2 devnet in `dir`; returns the exit signal when stopped by one. */
+export async function runSmollm2Devnet(options: {
+  dir: string;
+  gguf: string;
+  json: boolean;
+  say: (line: string) => void;
+}): Promise<Deno.Signal | null> {
+  const { dir, say } = options;
+  const present = await Deno.stat(options.gguf).then(() => true, () => false);
+  const built = await Deno.stat(`${dir}/genesis.json`).then(() => true, () => false);
+  if (!present && !built) {
+    throw new Error(
+      `Cannot build the SmolLM2 devnet: ${options.gguf} is missing (run deno task model:fetch-smollm2 first)`,
+    );
+  }
+  const layout = await ensureSmollm2Devnet({ dir, gguf: options.gguf }, say);
+  say(
+    `${layout.built ? "built" : "using"} the SmolLM2 devnet at ${layout.dir} (genesis ${layout.genesisId})`,
+  );
+  const sup = await Supervisor.open(layout.dir);
+  const abort = new AbortController();
+  let signalled: Deno.Signal | null = null;
+  const onSignal = (s: Deno.Signal) => () => {
+    signalled = s;
+    abort.abort(new Error(`stopped by ${s}`));
+  };
+  const onInt = onSignal("SIGINT"), onTerm = onSignal("SIGTERM");
+  Deno.addSignalListener("SIGINT", onInt);
+  Deno.addSignalListener("SIGTERM", onTerm);
+  sup.onUnexpectedExit((child, code) => {
+    say(`${child.name} exited with ${code}; its last lines:\n${child.tail.slice(-15).join("\n")}`);
+    abort.abort(new Error(`${child.name} exited with ${code} (log ${sup.logs}/${child.name}.log)`));
+  });
+  say(`logs in ${sup.logs}/`);
+  try {
+    const report = await runSmollm2Scenario(sup, layout, { say, signal: abort.signal });
+    console.log(options.json ? JSON.stringify(report) : formatSmollm2Report(report));
+  } catch (e) {
+    if (signalled === null) throw e;
+  } finally {
+    await sup.stopAll();
+    await sup.close();
+    Deno.removeSignalListener("SIGINT", onInt);
+    Deno.removeSignalListener("SIGTERM", onTerm);
+  }
+  if (signalled) {
+    say(`stopped by ${signalled}; every process was stopped; run the same command again to resume`);
+  }
+  return signalled;
+}

@@ -1,0 +1,105 @@
+/**
+ * The real model on the network, end to end (slow: NEURO_SLOW=1 and the fetched SmolLM2, else ignored with
+ * the reason): `deno task devnet --model smollm2 --json` as a real process with real validators, workers,
+ * sponsor and referee processes. The honest step is paid exactly 1,000,000 atoms (800,000 to its three
+ * workers), the forged step is rejected for its `optimizer update` and slashed with the real uploads, the
+ * growth adds exactly 14,160,384 parameters, settles, mints nothing and keeps the training round, the step
+ * on the grown model is paid to four workers, every validator agrees on the final app hash, the grown model's
+ * logits equal its parent's bit for bit, and the final model answers the capital-of-France prompt with Paris.
+ * Prints the report's table.
+ */
+import assert from "node:assert/strict";
+import { ObjectStore } from "../../core/object_store.ts";
+import { forwardLogits } from "../../kernels/generation.ts";
+import { loadModel } from "../../kernels/manifest.ts";
+import { formatSmollm2Report, type Smollm2Report } from "../../genesis/devnet/smollm2_report.ts";
+import { SLOW, smollm2File } from "../model/smollm2_file.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const file = SLOW
+  ? await smollm2File()
+  : { path: null, reason: "set NEURO_SLOW=1 to run the SmolLM2 devnet" };
+
+/** Links the manifest `root` (stored in the devnet's `objects/` by the scenario) and its components into `into`. */
+async function gather(dir: string, root: string, into: ObjectStore): Promise<void> {
+  const homes = ["objects", "worker-0/objects", "worker-1/objects", "worker-2/objects", "worker-3/objects"];
+  const link = async (r: string) => {
+    if (await into.has(r)) return;
+    const target = into.pathOf(r);
+    await Deno.mkdir(target.slice(0, target.lastIndexOf("/")), { recursive: true });
+    for (const h of homes) {
+      const path = new ObjectStore(`${dir}/${h}`).pathOf(r);
+      if (await Deno.stat(path).then(() => true, () => false)) return await Deno.link(path, target);
+    }
+    throw new Error(`no home of ${dir} holds ${r}`);
+  };
+  await link(root);
+  const manifest = JSON.parse(await Deno.readTextFile(into.pathOf(root))) as {
+    components: Record<string, string>;
+  };
+  for (const r of Object.values(manifest.components)) await link(r);
+}
+
+Deno.test({
+  name:
+    "SmolLM2 on four validators: an honest step paid, a forged one refuted with real uploads, growth by four identity blocks, a paid step on the grown model, Paris",
+  ignore: file.path === null,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const tmp = await Deno.makeTempDir({ dir: `${ROOT}.cache` });
+    const dir = `${tmp}/net`;
+    try {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["task", "devnet", "--model", "smollm2", "--json", "--dir", dir, "--gguf", file.path!],
+        cwd: ROOT,
+        stdout: "piped",
+        stderr: "inherit",
+      }).output();
+      assert.equal(out.code, 0, "the devnet exits 0");
+      const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
+      const report = JSON.parse(lines[lines.length - 1]!) as Smollm2Report;
+      console.log(formatSmollm2Report(report));
+      const s = report.summary;
+      const [honest, forged, grown] = s.claims;
+      assert.equal(s.claims.length, 3);
+      assert.equal(honest!.status, "settled");
+      assert.equal(forged!.status, "rejected");
+      assert.equal(forged!.reason, "mismatch: optimizer update");
+      assert.equal(grown!.status, "settled");
+      assert.equal(report.dispute!.status, "rejected");
+      assert.ok(report.dispute!.bytes > 100_000_000, `${report.dispute!.bytes} bytes uploaded`);
+      assert.equal(report.dispute!.txs, report.dispute!.uploads + report.dispute!.seals);
+      const g = report.growth as {
+        status: string;
+        added_parameters: number;
+        last_block_bytes: number;
+        parent: string;
+        model_root: string;
+      };
+      assert.equal(g.status, "settled");
+      assert.equal(g.added_parameters, 14_160_384);
+      assert.equal(g.last_block_bytes, 14_161_224);
+      assert.equal(s.issued, 2_000_000, "two paid steps mint 1,000,000 atoms each; the growth mints nothing");
+      assert.equal(s.training_round, 2, "the growth keeps the training round");
+      assert.equal(s.validators_agree, true);
+      const balance = (name: string) => s.balances.find((b) => b.name === name)!.balance;
+      // 800,000 atoms to the workers of each step: 266,667 + 266,667 + 266,666, then 200,000 to each of four.
+      assert.deepEqual(
+        ["worker-0", "worker-1", "worker-2", "worker-3", "forger"].map(balance),
+        [10_466_667, 10_466_667, 10_466_666, 10_200_000, 10_000_000],
+      );
+      assert.match(String(report.answer!.text), /Paris/);
+      // The growth's logits: the grown model answers every position exactly as its parent.
+      const store = new ObjectStore(`${tmp}/models`);
+      await gather(dir, g.parent, store);
+      await gather(dir, g.model_root, store);
+      const ids = [1, 4093, 198, 19556, 905, 2];
+      const before = forwardLogits(await loadModel(store, g.parent), ids);
+      const after = forwardLogits(await loadModel(store, g.model_root), ids);
+      assert.deepEqual(new Uint8Array(after.buffer), new Uint8Array(before.buffer));
+    } finally {
+      await Deno.remove(tmp, { recursive: true }).catch(() => {});
+    }
+  },
+});
