@@ -31,18 +31,19 @@ import type { DevnetContents } from "./contents.ts";
 import { smollm2Contents } from "./smollm2_contents.ts";
 
 /**
- * The SmolLM2 devnet's parameters beside `DEVNET_PARAMS` (1 s blocks): a lease of 10 minutes for a step that
- * takes about 25 s alone; a 90-block challenge window for a referee replaying three real stages while
- * validators replay a dispute; 600 blocks for the 184 upload and seal transactions of a forged stage; paid
+ * The SmolLM2 devnet's parameters beside `DEVNET_PARAMS` (1 s blocks), sized for a loaded two-core machine
+ * (measured there: a step of 518 blocks, a dispute of 505, stage replays of a minute each): a lease of 1,800
+ * blocks for a step that takes about 25 s alone; a 240-block challenge window for a referee replaying four
+ * real stages; 1,200 blocks for the 184 upload and seal transactions of a forged stage and its resolve; paid
  * inference windows longer than the challenge window.
  */
 export const SMOLLM2_PARAMS: Partial<WorkflowParams> = {
-  lease_blocks: 600,
-  challenge_blocks: 90,
-  availability_blocks: 600,
-  max_claim_blocks: 1_800,
+  lease_blocks: 1_800,
+  challenge_blocks: 240,
+  availability_blocks: 1_200,
+  max_claim_blocks: 2_400,
   // Paid inference must outlast a challenge window (PROTOCOL §8).
-  min_inference_blocks: 100,
+  min_inference_blocks: 300,
   max_inference_blocks: 600,
 };
 

@@ -56,15 +56,32 @@ export interface Smollm2Report extends JsonObject {
   peak_rss_mb: Record<string, number>;
 }
 
-/** Counts the accepted uploads and seals of `claimId` in blocks from `from` on. */
-async function disputeFacts(view: ChainView, claimId: string, height: number): Promise<DisputeFacts> {
+/**
+ * Counts the accepted uploads and seals of `claimId` in the blocks from `from` to the one with its accepted
+ * `resolve` (or `to`), reading each block once.
+ */
+async function disputeFacts(
+  view: ChainView,
+  claimId: string,
+  from: number,
+  to: number,
+): Promise<DisputeFacts> {
   let bytes = 0, uploads = 0, seals = 0;
-  for (const tx of await view.transactions(height)) {
-    if (!tx.ok || tx.body.claim_id !== claimId) continue;
-    if (tx.kind === "upload") {
-      uploads++;
-      bytes += decodeBase64Strict(tx.body.data)?.length ?? 0;
-    } else if (tx.kind === "seal") seals++;
+  for (let h = Math.max(1, from); h <= to; h++) {
+    const b = await view.get(`/block?height=${h}`);
+    if (!isObject(b) || !isObject(b.block)) throw new Error(`Cannot read block ${h} from ${view.url}`);
+    const txs = (b.block.txs ?? []) as { body: JsonObject }[];
+    const results = (b.results ?? []) as { ok?: boolean }[];
+    let resolved = false;
+    txs.forEach(({ body }, i) => {
+      if (results[i]?.ok !== true || body.claim_id !== claimId) return;
+      if (body.kind === "upload") {
+        uploads++;
+        bytes += decodeBase64Strict(body.data)?.length ?? 0;
+      } else if (body.kind === "seal") seals++;
+      else if (body.kind === "resolve") resolved = true;
+    });
+    if (resolved) break;
   }
   const c = await view.get(`/claim?id=${claimId}`);
   const state = isObject(c) && isObject(c.state) ? c.state : {};
@@ -92,7 +109,9 @@ export async function collectSmollm2Report(
 ): Promise<Smollm2Report> {
   const summary = await collectSummary(layout, urls);
   const view = new ChainView(urls[0]!);
-  const dispute = s.forge_claim === null ? null : await disputeFacts(view, s.forge_claim, summary.height);
+  const dispute = s.forge_claim === null
+    ? null
+    : await disputeFacts(view, s.forge_claim, s.forge_from_height ?? 1, summary.height);
   const honest = summary.claims.find((c) => c.status === "settled");
   const cumulative = honest ? s.replay_ms[honest.claim_id] ?? [] : [];
   const replay = cumulative.map((t, i) => t - (i === 0 ? 0 : cumulative[i - 1]!));

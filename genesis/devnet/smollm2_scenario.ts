@@ -362,6 +362,16 @@ export async function runSmollm2Scenario(
     while ((await chain.status()).height < h + 2) await sleep(200, signal);
     await sampling;
     await saveSmollm2Scenario(dir, s);
+    // Replicas re-apply every block (a loaded machine leaves them minutes behind): compare app hashes at a
+    // height every validator has committed.
+    const head = (await chain.status()).height;
+    for (const url of net.urls.slice(1)) {
+      const v = new ChainView(url);
+      while ((await v.status()).height < head) {
+        aborted(signal);
+        await sleep(1_000, signal);
+      }
+    }
     return await collectSmollm2Report(layout, net.urls, s);
   } finally {
     if (s.phase !== "done") await saveSmollm2Scenario(dir, s).catch(() => {});
@@ -411,7 +421,7 @@ async function answer(
   ]);
   aborted(signal);
   // The answer is what generate printed on stdout: every line but its progress lines on stderr.
-  const progress = /^(\r|loading model|prepared the int8|\d+ tokens in )/;
+  const progress = /\r|^(loading model|loaded model|prepared the int8|\d+ tokens in )/;
   const out = child.tail.filter((l) => !progress.test(l));
   if (code !== 0) {
     throw new Error(
