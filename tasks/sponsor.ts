@@ -20,12 +20,12 @@ Killed at any moment and restarted, it continues the same step and never reserve
 Prints one line per phase: "step <round> <phase> height=<h> loss=<loss>" (or one JSON object with --json),
 and "done <settled> settled, <spent>/<budget> attempts" at the end.
 
-With --grow N it grows the learning model by N identity blocks instead (PROTOCOL §5.3): the grown manifest
-from the parent manifest and the bytes of the parent's last block (fetched from a worker), the new block
-stored on the workers that the grown placement gives it, a "grow" transaction with the workers file's
-capacities (journaled like every other; DIR/grow.json records the parent first, so a restart never grows
-twice), then it waits until the chain decides the growth and prints
-"grown <claim id> <status> parameters=+<n>" (or one JSON object with "event":"grown"). Exit 1 unless settled.
+With --grow N it grows the learning model by N identity blocks instead (PROTOCOL §5.3), as the epoch
+controller does: the grown manifest from the parent manifest and the bytes of the parent's last block (fetched
+from a worker), the identity block put on every worker, a "grow" transaction with the workers file's
+capacities (journaled like every other under "grow:<training round>", so a restart never grows twice), then it
+waits until the chain decides the growth and prints "grown <claim id> <status> parameters=+<n>" (or one JSON
+object with "event":"grown"). Exit 1 unless settled (a grown model that does not fit is "skipped").
 
 Options:
   --home DIR        sponsor directory (account.key created if missing; fund the account before reserving)
@@ -67,7 +67,7 @@ async function main(): Promise<void> {
       workers: entries.map((e) => new WorkerClient(e.url, e.token)),
       entries,
       added,
-      emit: (e) => values.json ? console.log(canonical(e)) : console.log(`grow ${e.phase}`),
+      emit: (e) => values.json ? console.log(canonical(e)) : console.log(`grow: ${e.phase}`),
       pollMs,
     });
     console.log(

@@ -1,13 +1,11 @@
 /**
- * The Sponsor's growth (PROTOCOL §5.3): grow the learning model by `added` identity blocks and wait until the
- * chain decides the growth. The grown manifest is computed from the parent manifest and the bytes of its last
- * block only (`growManifest`, fetched from a worker that holds it); the new identity block is stored on the
- * workers the grown placement gives the new blocks, so the next step finds it there; the `grow` transaction
- * carries the workers file's capacities, on which the ledger checks the grown model can be placed.
- *
- * Restart safety: the parent is written to `DIR/grow.json` (fsynced) before anything is signed, and the
- * transaction goes through the submitter under the intent `grow:<parent>:<added>`, so a restarted sponsor
- * settles the journaled bytes instead of signing a second growth, and never grows a model it already grew.
+ * The Sponsor's growth (`deno task sponsor --grow N`, PROTOCOL §5.3): the epoch controller's `growIfRoom`
+ * (`../epoch/growth.ts`: the grown manifest from the parent manifest and its last block, the identity block on
+ * every worker, `grow` with the workers file's capacities through the journaled submitter, then the chain's
+ * decision), run from the sponsor's home with the training round as the intent's discriminator (`grow:<round>`:
+ * a growth keeps the round, so a restarted sponsor settles the journaled transaction instead of growing twice),
+ * plus the figures a report wants: the parameters added and the bytes of the parent's last block (all a referee
+ * needs to check it).
  *
  * @example
  * ```ts
@@ -16,18 +14,13 @@
  * // outcome.status; // "settled"
  * ```
  */
-import { canonical, isObject, type JsonObject, parseJson } from "../../core/canonical.ts";
-import { ProtocolError } from "../../core/errors.ts";
+import type { JsonObject } from "../../core/canonical.ts";
 import { configFromJson } from "../../kernels/config.ts";
-import { growManifest } from "../../kernels/growth.ts";
 import { blockName } from "../../kernels/model.ts";
-import { place } from "../../kernels/placement.ts";
-import { txid } from "../../ledger/envelope.ts";
-import { growMetadata } from "../../ledger/training/wire.ts";
-import { type ChainClient, envelopeOf } from "../common/chain.ts";
+import type { ChainClient } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
-import { submitSettled } from "../common/publish.ts";
 import type { WorkerClient, WorkerEntry } from "../common/worker_client.ts";
+import { growIfRoom } from "../epoch/growth.ts";
 import { Submitter } from "../runtime/submit.ts";
 
 /** What a growth runs with. */
@@ -45,111 +38,54 @@ export interface GrowSetup {
 
 /** How the chain decided the growth. */
 export interface GrowOutcome extends JsonObject {
-  claim_id: string;
-  parent: string;
-  model_root: string;
+  claim_id: string | null;
+  parent: string | null;
+  model_root: string | null;
+  /** `settled`, `rejected` or `skipped` (the grown model does not fit the workers file's capacities). */
   status: string;
   reason: string | null;
-  /** Parameters the growth added. */
+  /** Parameters the growth added (0 unless settled). */
   added_parameters: number;
   /** Bytes of the parent's last block, all a referee needs to check the growth. */
   last_block_bytes: number;
 }
 
-const FINAL = new Set(["settled", "rejected", "expired"]);
-
-/** The parent this home grows: the one recorded in `grow.json`, or the learning root recorded now. */
-async function parentOf(setup: GrowSetup): Promise<string> {
-  const path = `${setup.home.paths.dir}/grow.json`;
-  try {
-    const v = parseJson(await Deno.readTextFile(path));
-    if (isObject(v) && typeof v.parent === "string" && v.added === setup.added) return v.parent;
-    throw new ProtocolError(
-      "conflicting_operation",
-      `Cannot grow: ${path} records ${canonical(v)}, expected a growth by ${setup.added}`,
-    );
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
-  const lc = await setup.chain.lifecycle();
-  if (lc.learning_root === null) {
-    throw new ProtocolError("invalid_value", "Cannot grow: the chain has no learning model");
-  }
-  const tmp = `${path}.tmp`;
-  const file = await Deno.open(tmp, { write: true, create: true, truncate: true, mode: 0o644 });
-  try {
-    await file.write(
-      new TextEncoder().encode(canonical({ added: setup.added, parent: lc.learning_root }) + "\n"),
-    );
-    await file.sync();
-  } finally {
-    file.close();
-  }
-  await Deno.rename(tmp, path);
-  return lc.learning_root;
-}
-
-/** The bytes of `root` from the first worker that holds it. */
-async function fromWorkers(
-  workers: readonly WorkerClient[],
-  root: string,
-  what: string,
-): Promise<Uint8Array> {
-  for (const w of workers) {
-    if (await w.hasObject(root).catch(() => false)) return await w.getObject(root);
-  }
-  throw new ProtocolError("object_not_found", `Cannot grow: no worker holds ${what} (${root})`);
-}
-
 /** Grows the learning model once (see the module comment) and returns the chain's decision. */
 export async function growOnce(setup: GrowSetup): Promise<GrowOutcome> {
-  const { chain, home, added } = setup;
-  const parentRoot = await parentOf(setup);
-  const parent = await chain.manifest(parentRoot);
-  const config = configFromJson(parent.config);
-  const last = blockName(config.num_hidden_layers - 1);
-  const lastBytes = await fromWorkers(setup.workers, parent.components[last]!, `the parent's ${last}`);
-  const grown = growManifest(parent, parentRoot, lastBytes, added);
-  const capacities = setup.entries.map((e) => e.capacity);
-  const partitions = place(configFromJson(grown.manifest.config), capacities);
-  const fresh = grown.manifest.components[blockName(config.num_hidden_layers)]!;
-  for (const [stage, names] of partitions.entries()) {
-    if (names.some((n) => grown.manifest.components[n] === fresh)) {
-      await setup.workers[stage]!.putObject(grown.objects.get(fresh)!);
-    }
-  }
+  const { chain, home } = setup;
   const submitter = new Submitter(home.journal, chain.http, { confirmMs: 30_000, pollMs: 200 });
-  const intent = `grow:${parentRoot}:${added}`;
-  setup.emit({
-    event: "grow",
-    phase: submitter.record(intent) === null ? "submit" : "resume",
-    parent: parentRoot,
+  const round = (await chain.lifecycle()).training_round;
+  const g = await growIfRoom({
+    chain,
+    home,
+    submitter,
+    workers: setup.workers,
+    entries: setup.entries,
+    blocks: setup.added,
+    epoch: round,
+    say: (line) => setup.emit({ event: "grow", phase: line }),
+    pollMs: setup.pollMs ?? 300,
   });
-  const s = await submitSettled(submitter, intent, () =>
-    chain.sign(home.key, "grow", {
-      parent: parentRoot,
-      model_root: grown.root,
-      metadata: growMetadata(grown.manifest),
-      capacities,
-    }));
-  const claimId = txid(envelopeOf(s.raw) as never);
-  const outcome = (status: string, reason: string | null): GrowOutcome => ({
-    claim_id: claimId,
-    parent: parentRoot,
-    model_root: grown.root,
-    status,
-    reason,
-    added_parameters: grown.manifest.parameters - parent.parameters,
-    last_block_bytes: lastBytes.length,
-  });
-  if (s.status === "rejected") return outcome("refused", `${s.code}: ${s.message}`);
-  setup.emit({ event: "grow", phase: "challenge window", claim_id: claimId, height: s.height ?? null });
-  for (;;) {
-    const c = await chain.claim(claimId).catch(() => null);
-    const state = c?.state as { status?: string; reason?: string } | undefined;
-    if (state?.status !== undefined && FINAL.has(state.status)) {
-      return outcome(state.status, state.reason ?? null);
+  let added = 0, lastBytes = 0;
+  if (g.parent !== null) {
+    const parent = await chain.manifest(g.parent);
+    const last = parent.components[blockName(configFromJson(parent.config).num_hidden_layers - 1)]!;
+    for (const w of setup.workers) {
+      const bytes = await w.getObject(last).catch(() => null);
+      if (bytes !== null) {
+        lastBytes = bytes.length;
+        break;
+      }
     }
-    await new Promise((r) => setTimeout(r, setup.pollMs ?? 300));
+    if (g.status === "settled") added = (await chain.manifest(g.model_root!)).parameters - parent.parameters;
   }
+  return {
+    claim_id: g.growth_id,
+    parent: g.parent,
+    model_root: g.model_root,
+    status: g.status,
+    reason: g.reason,
+    added_parameters: added,
+    last_block_bytes: lastBytes,
+  };
 }
