@@ -47,7 +47,13 @@ export async function runSmollm2Devnet(options: {
   });
   say(`logs in ${sup.logs}/`);
   try {
-    const report = await runSmollm2Scenario(sup, layout, { say, signal: abort.signal });
+    // A signal stops the run at once, whatever it awaits (the report's reads included).
+    const stopped = new Promise<never>((_, fail) =>
+      abort.signal.addEventListener("abort", () => fail(abort.signal.reason), { once: true })
+    );
+    const run = runSmollm2Scenario(sup, layout, { say, signal: abort.signal });
+    run.catch(() => {});
+    const report = await Promise.race([run, stopped]);
     console.log(options.json ? JSON.stringify(report) : formatSmollm2Report(report));
   } catch (e) {
     if (signalled === null) throw e;

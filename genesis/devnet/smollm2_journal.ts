@@ -35,8 +35,6 @@ export interface Smollm2Scenario extends JsonObject {
   step_ms: Record<string, number>;
   /** Wall time from the referee seeing each claim to each stage's verdict, ms per stage, by claim id. */
   replay_ms: Record<string, number[]>;
-  /** The forged claim's dispute, wall times in ms: challenge to the last seal, last seal to the resolve. */
-  dispute_ms: { publish: number; resolve: number } | null;
   /** Peak resident set (VmHWM) of every process, bytes, by process name. */
   peak_rss: Record<string, number>;
 }
@@ -52,7 +50,6 @@ export function newSmollm2Scenario(): Smollm2Scenario {
     phase_ms: {},
     step_ms: {},
     replay_ms: {},
-    dispute_ms: null,
     peak_rss: {},
   };
 }

@@ -157,12 +157,10 @@ function progressLine(role: string, line: string, phase: Smollm2Phase): string |
 
 /**
  * Times the referee's lines (wall clock of this process): each stage's verdict from the moment it saw the
- * claim (fetching and replaying), and the forged claim's dispute from its challenge to the last seal and on to
- * the committed resolve. Written into the journal object `current()` returns.
+ * claim (fetching and replaying). Written into the journal object `current()` returns.
  */
 function timeReferee(current: () => Smollm2Scenario): (line: string) => void {
   const seen = new Map<string, number>();
-  let challenged = 0, sealed = 0;
   return (line) => {
     let e: JsonObject;
     try {
@@ -178,11 +176,6 @@ function timeReferee(current: () => Smollm2Scenario): (line: string) => void {
       const stages = [...(s.replay_ms[claim] ?? [])];
       stages[e.stage] = Math.round(now - seen.get(claim)!);
       s.replay_ms = { ...s.replay_ms, [claim]: stages };
-    }
-    if (e.event === "challenge" && String(e.detail).startsWith("fraud")) challenged = now;
-    if (e.event === "publish" && String(e.detail).startsWith("seal")) sealed = now;
-    if (e.event === "resolve" && challenged > 0 && sealed > 0) {
-      s.dispute_ms = { publish: Math.round(sealed - challenged), resolve: Math.round(now - sealed) };
     }
   };
 }

@@ -70,6 +70,12 @@ Deno.test({
       assert.equal(report.dispute!.status, "rejected");
       assert.ok(report.dispute!.bytes > 100_000_000, `${report.dispute!.bytes} bytes uploaded`);
       assert.equal(report.dispute!.txs, report.dispute!.uploads + report.dispute!.seals);
+      // The validators replayed the stage off the block thread: blocks kept coming while they did (inline, the
+      // proposer had stopped for minutes on a loaded machine).
+      assert.ok(
+        report.dispute!.longest_block_ms! < 60_000,
+        `longest block interval ${report.dispute!.longest_block_ms} ms`,
+      );
       const g = report.growth as {
         status: string;
         added_parameters: number;
