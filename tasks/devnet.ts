@@ -57,7 +57,7 @@ Options:
                 forged step refuted with the real uploads, a growth by 4 identity blocks, one paid
                 step on the grown model and the final model's greedy answer; the summary shows step,
                 replay, dispute and growth figures beside the reference's, each phase's wall time
-                and each process's peak RSS (dir .neuroshard/devnet-smollm2; about 10 GB of memory)
+                and each process's peak RSS (dir .neuroshard/devnet-smollm2; about 14 GB of memory at the peaks)
   --gguf FILE   with --model smollm2: the GGUF (default ${SMOLLM2_GGUF})
   --explorer    serve the explorer (read-only, on validator-0's state) beside the devnet, print its URL, and
                 keep serving it after the scenario until Ctrl-C

@@ -32,19 +32,20 @@ import { smollm2Contents } from "./smollm2_contents.ts";
 
 /**
  * The SmolLM2 devnet's parameters beside `DEVNET_PARAMS` (1 s blocks), sized for a loaded two-core machine
- * (measured there: a step of 518 blocks, a dispute of 505, stage replays of a minute each): a lease of 1,800
- * blocks for a step that takes about 25 s alone; a 240-block challenge window for a referee replaying four
- * real stages; 1,200 blocks for the 184 upload and seal transactions of a forged stage and its resolve; paid
- * inference windows longer than the challenge window.
+ * (measured there: a step of 518 blocks, a dispute of 505, stage replays of 80 s each, so that a referee took
+ * more than 240 blocks to reach the third stage): a lease of 1,800 blocks for a step that takes about 25 s
+ * alone; a 600-block challenge window for a referee replaying four real stages; 1,200 blocks for the 184
+ * upload and seal transactions of a forged stage and its resolve; paid inference windows longer than the
+ * challenge window.
  */
 export const SMOLLM2_PARAMS: Partial<WorkflowParams> = {
   lease_blocks: 1_800,
-  challenge_blocks: 240,
+  challenge_blocks: 600,
   availability_blocks: 1_200,
   max_claim_blocks: 2_400,
   // Paid inference must outlast a challenge window (PROTOCOL §8).
-  min_inference_blocks: 300,
-  max_inference_blocks: 600,
+  min_inference_blocks: 700,
+  max_inference_blocks: 1_200,
 };
 
 /** The block byte bound of the SmolLM2 devnet: 8 MiB, five 1 MiB upload chunks a block. */

@@ -334,6 +334,11 @@ export async function runSmollm2Scenario(
         say(`[forge] the forged claim ${claim.claim_id} is on the chain; waiting for the dispute`);
         const state = await decided(claim.claim_id);
         say(`[forge] the forged claim is ${state.status}${state.reason ? `: ${state.reason}` : ""}`);
+        if (state.status !== "rejected") {
+          throw new Error(
+            `Cannot finish the SmolLM2 scenario: the forged claim ${claim.claim_id} was ${state.status}, not refuted (the referee did not reach its stage within the challenge window; see ${sup.logs}/referee.log)`,
+          );
+        }
         await next("grow", { forge_claim: claim.claim_id });
       } else if (s.phase === "grow") {
         const r = await untilExit(await sponsor(net.workersFile, ["--grow", String(SMOLLM2_GROWTH_BLOCKS)]));

@@ -47,7 +47,7 @@ Deno.test("the pinned SmolLM2 genesis is valid: the pinned weights, 134,515,008 
     assert.equal(genesis.training!.batches.length, 1);
     const batch = validateBatch(genesis.training!.batches[0] as never, SMOLLM2_CONFIG);
     assert.deepEqual([batch.input_ids.length, batch.input_ids[0]!.length], [2, 128]);
-    assert.equal(genesis.params.challenge_blocks, 240);
+    assert.equal(genesis.params.challenge_blocks, 600);
     assert.equal(genesis.params.availability_blocks, 1_200);
     assert.equal(genesis.params.lease_blocks, 1_800);
     assert.equal(genesis.data, null);
