@@ -17,7 +17,7 @@ import { buildManifest, componentFiles, manifestRoot } from "../kernels/manifest
 import { blockName } from "../kernels/model.ts";
 import { replayStage } from "../kernels/referee.ts";
 import { trainStep } from "../kernels/step.ts";
-import { formatSmollm2Report, type Smollm2Report } from "../genesis/devnet/smollm2_report.ts";
+import { formatSmollm2Report, type Smollm2Report } from "../devnet/smollm2_report.ts";
 import { SMOLLM2_GROWTH_BLOCKS, smollm2Placement } from "../genesis/devnet/smollm2_contents.ts";
 import pin from "../genesis/pins/smollm2_genesis.json" with { type: "json" };
 

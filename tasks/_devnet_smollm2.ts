@@ -1,12 +1,12 @@
 /**
  * `deno task devnet --model smollm2`: builds the SmolLM2 devnet from the fetched GGUF if needed
- * (`genesis/devnet/smollm2_build.ts`), runs its scenario (`genesis/devnet/smollm2_scenario.ts`) and prints the
+ * (`genesis/devnet/smollm2_build.ts`), runs its scenario (`devnet/smollm2_scenario.ts`) and prints the
  * report beside the reference's figures. Called by `tasks/devnet.ts`, which owns the flags.
  */
-import { Supervisor } from "../genesis/devnet/supervisor.ts";
+import { Supervisor } from "../devnet/supervisor.ts";
 import { ensureSmollm2Devnet } from "../genesis/devnet/smollm2_build.ts";
-import { runSmollm2Scenario } from "../genesis/devnet/smollm2_scenario.ts";
-import { formatSmollm2Report } from "../genesis/devnet/smollm2_report.ts";
+import { runSmollm2Scenario } from "../devnet/smollm2_scenario.ts";
+import { formatSmollm2Report } from "../devnet/smollm2_report.ts";
 import pin from "../genesis/pins/smollm2.json" with { type: "json" };
 
 /** The default GGUF path (where `deno task model:fetch-smollm2` writes it). */

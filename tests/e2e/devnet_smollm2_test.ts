@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { ObjectStore } from "../../core/object_store.ts";
 import { forwardLogits } from "../../kernels/generation.ts";
 import { loadModel } from "../../kernels/manifest.ts";
-import { formatSmollm2Report, type Smollm2Report } from "../../genesis/devnet/smollm2_report.ts";
+import { formatSmollm2Report, type Smollm2Report } from "../../devnet/smollm2_report.ts";
 import { SLOW, smollm2File } from "../model/smollm2_file.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;

@@ -11,9 +11,9 @@
  * // console.log(formatSmollm2Report(await collectSmollm2Report(layout, urls, scenario)));
  * ```
  */
-import { isObject, type JsonObject } from "../../core/canonical.ts";
-import { decodeBase64Strict } from "../../ledger/training/wire.ts";
-import type { DevnetLayout } from "../devnet_builder.ts";
+import { isObject, type JsonObject } from "../core/canonical.ts";
+import { decodeBase64Strict } from "../ledger/training/wire.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
 import type { Smollm2Scenario } from "./smollm2_journal.ts";
 import { collectSummary, type DevnetSummary } from "./summary.ts";

@@ -10,8 +10,8 @@
  * // const s = (await loadSmollm2Scenario(dir)) ?? newSmollm2Scenario();
  * ```
  */
-import { canonical, isObject, type JsonObject, parseJson } from "../../core/canonical.ts";
-import { ProtocolError } from "../../core/errors.ts";
+import { canonical, isObject, type JsonObject, parseJson } from "../core/canonical.ts";
+import { ProtocolError } from "../core/errors.ts";
 
 /** The phases, in order. */
 export const SMOLLM2_PHASES = ["honest", "forge", "grow", "grown", "answer", "done"] as const;

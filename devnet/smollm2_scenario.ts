@@ -16,20 +16,14 @@
  * Each phase change is journaled (`smollm2_journal.ts`) before it is acted on and the rest is read from the
  * chain, so a run killed at any moment resumes. Every 2 s the peak RSS of every process is sampled.
  */
-import {
-  canonicalBytes,
-  isObject,
-  type JsonObject,
-  type JsonValue,
-  parseJson,
-} from "../../core/canonical.ts";
-import { ObjectStore } from "../../core/object_store.ts";
-import { ChainClient } from "../../actors/common/chain.ts";
-import { readWorkersFile, WorkerClient } from "../../actors/common/worker_client.ts";
-import type { DevnetLayout } from "../devnet_builder.ts";
+import { canonicalBytes, isObject, type JsonObject, type JsonValue, parseJson } from "../core/canonical.ts";
+import { ObjectStore } from "../core/object_store.ts";
+import { ChainClient } from "../actors/common/chain.ts";
+import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts";
+import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
-import { SMOLLM2_CAPACITY, SMOLLM2_GROWTH_BLOCKS } from "./smollm2_contents.ts";
+import { SMOLLM2_CAPACITY, SMOLLM2_GROWTH_BLOCKS } from "../genesis/devnet/smollm2_contents.ts";
 import {
   loadSmollm2Scenario,
   newSmollm2Scenario,
