@@ -4,8 +4,8 @@
  * model); run inside block application it would stall block production and every RPC answer of the node for
  * that long. So once a block seals the last object a live fraud challenge needs, the node starts the very
  * same `refereeVerdict` in a Worker thread that reads the committed state read-only (`verdict_worker.ts`), and
- * keeps its answer under a key naming exactly what the verdict depends on: the claim, the challenged stage and
- * the sealed roots (content addresses). The `resolve` handler uses a kept verdict when there is one and
+ * keeps its answer under a key naming exactly what the verdict depends on: the claim, the challenged stage, block
+ * and phase, and the sealed roots (content addresses). The `resolve` handler uses a kept verdict when there is one and
  * computes it itself otherwise, so the ledger's result never depends on whether, when or where the verdict
  * was computed ahead: only on the sealed bytes, as before.
  *
@@ -30,8 +30,8 @@ import { trainingView } from "./store.ts";
 
 /** How long a proposer holds a `resolve`, or a replica waits, for a verdict being computed ahead. */
 export const HOLD_MS = 300_000;
-/** The sealed bytes from which a verdict is computed ahead (a real model's stage is 50-200 MB). */
-export const AHEAD_MIN_BYTES = 16 * 1024 * 1024;
+/** The sealed bytes from which a verdict is computed ahead (one SmolLM2 block and its activations: 15 MB). */
+export const AHEAD_MIN_BYTES = 4 * 1024 * 1024;
 /** A resolve is held no closer than this many blocks to its challenge's deadline. */
 export const HOLD_MARGIN_BLOCKS = 5;
 /** Verdicts kept at most (each is a few hundred bytes; a node resolves one dispute at a time). */
@@ -39,7 +39,15 @@ const MAX_KEPT = 16;
 
 /** The key of the verdict of challenge `c` of claim `claimId`: everything the verdict depends on. */
 export function verdictKey(claimId: string, c: Challenge): string {
-  return id({ claim: claimId, kind: c.kind, needed: [...c.needed], sealed: [...c.sealed], stage: c.stage });
+  return id({
+    block: c.block,
+    claim: claimId,
+    kind: c.kind,
+    needed: [...c.needed],
+    phase: c.phase,
+    sealed: [...c.sealed],
+    stage: c.stage,
+  });
 }
 
 /** The live training claim's fraud challenge, or null. */

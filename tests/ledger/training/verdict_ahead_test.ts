@@ -40,7 +40,7 @@ for (const forged of [true, false]) {
       assert.equal(ready.claimId, claimId);
       const key = verdictKey(claimId, ready.challenge);
       const before = { ...verdictsAhead.counts };
-      // The devnet model's stage is small: compute it ahead all the same (a real model's is 16 MiB and more).
+      // The devnet model's stage is small: compute it ahead all the same (a real model's block is 15 MB).
       verdictsAhead.schedule(path, new LedgerView(net.app.store));
       assert.equal(verdictsAhead.counts.started, before.started, "a small dispute is resolved inline");
       verdictsAhead.minBytes = 0;
@@ -116,6 +116,8 @@ Deno.test("nothing is computed ahead before every needed object is sealed; the k
       owner: "a",
       kind: "fraud",
       stage: 1,
+      block: 0,
+      phase: "update",
       object_root: null,
       bond: 1,
       needed: ["x", "y"],
@@ -126,6 +128,8 @@ Deno.test("nothing is computed ahead before every needed object is sealed; the k
     const k = verdictKey(claimId, c);
     assert.notEqual(verdictKey(claimId, { ...c, stage: 0 }), k);
     assert.notEqual(verdictKey(claimId, { ...c, sealed: ["x"] }), k);
+    assert.notEqual(verdictKey(claimId, { ...c, block: 1 }), k);
+    assert.notEqual(verdictKey(claimId, { ...c, phase: "backward" }), k);
     assert.notEqual(verdictKey("other", c), k);
     assert.equal(verdictKey(claimId, { ...c, deadline: 99, owner: "b" }), k);
   } finally {
