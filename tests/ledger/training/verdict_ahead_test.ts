@@ -28,7 +28,8 @@ async function disputed(forged: boolean) {
   const path = `${dir}/state.sqlite`;
   const net = new Net({ path });
   const { claimId } = reserveAndClaim(net, forged ? { forge: { what: "optimizer", stage: 1 } } : {});
-  challengeAndUpload(net, claimId, 1, challenger);
+  // The optimizer forgery of the test pipeline is in the stage's block 3 (as in dispute_test.ts).
+  challengeAndUpload(net, claimId, 1, challenger, { block: 3, phase: "update" });
   return { dir, path, net, claimId };
 }
 
