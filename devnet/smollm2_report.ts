@@ -16,7 +16,56 @@ import { decodeBase64Strict } from "../ledger/training/wire.ts";
 import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
 import type { Smollm2Scenario } from "./smollm2_journal.ts";
-import { collectSummary, type DevnetSummary } from "./summary.ts";
+import { type ClaimOutcome } from "./chain_view.ts";
+import { finalTotals } from "./summary.ts";
+
+/** What the SmolLM2 report reads from the chain at the proposer's height. */
+export interface Smollm2Summary extends JsonObject {
+  height: number;
+  app_hash: string;
+  /** True when every validator's block at `height` has `app_hash`. */
+  validators_agree: boolean;
+  app_hashes: { validator: string; app_hash: string | null }[];
+  training_round: number;
+  learning_root: string | null;
+  claims: (ClaimOutcome & JsonObject)[];
+  issued: number;
+  burned: number;
+  balances: { name: string; account: string; balance: number }[];
+}
+
+/** The chain's facts at the proposer's current height, every validator's app hash compared there. */
+async function collectSummary(layout: DevnetLayout, urls: readonly string[]): Promise<Smollm2Summary> {
+  const views = urls.map((u) => new ChainView(u));
+  const proposer = views[0]!;
+  const lc = await proposer.lifecycle();
+  const height = lc.height;
+  const app_hashes = [];
+  for (const [i, v] of views.entries()) {
+    app_hashes.push({
+      validator: `validator-${i}`,
+      app_hash: await v.appHash(height, 20_000).catch(() => null),
+    });
+  }
+  const app_hash = app_hashes[0]!.app_hash ?? "";
+  const balances = [];
+  for (const [name, account] of Object.entries(layout.accounts)) {
+    balances.push({ name, account, balance: await proposer.balance(account) });
+  }
+  const totals = finalTotals(layout.validators[0]!);
+  return {
+    height,
+    app_hash,
+    validators_agree: app_hashes.every((h) => h.app_hash === app_hash && app_hash !== ""),
+    app_hashes,
+    training_round: lc.training_round,
+    learning_root: lc.learning_root,
+    claims: (await proposer.claims(height)) as (ClaimOutcome & JsonObject)[],
+    issued: totals.issued,
+    burned: totals.burned,
+    balances,
+  };
+}
 
 /** The reference's published figures for the same lifecycle. */
 export const SMOLLM2_REFERENCE = {
@@ -56,7 +105,7 @@ export interface DisputeFacts extends JsonObject {
 
 /** The report. */
 export interface Smollm2Report extends JsonObject {
-  summary: DevnetSummary;
+  summary: Smollm2Summary;
   dispute: DisputeFacts | null;
   growth: JsonObject | null;
   answer: JsonObject | null;
