@@ -192,6 +192,27 @@ async function forgePhase(run: DevnetRun): Promise<void> {
   await run.journal({ ...s, phase: "after", forge_claim: claim.claim_id });
 }
 
+/**
+ * Waits until the forged claim is decided and fails the scenario, naming the reason, unless it was rejected:
+ * a forgery the referee missed (its challenge window closed first on a loaded machine) would settle a model
+ * whose forged component only the stopped forger holds, and the next step would fail obscurely.
+ */
+async function forgedClaimRefuted(run: DevnetRun, claimId: string): Promise<void> {
+  for (;;) {
+    aborted(run.signal);
+    const c = await run.chain.get(`/claim?id=${claimId}`).catch(() => null);
+    const state = isObject(c) && isObject(c.state) ? c.state : null;
+    const status = state === null ? null : String(state.status);
+    if (status === "rejected") return;
+    if (status === "settled" || status === "expired") {
+      throw new Error(
+        `Cannot finish the devnet scenario: the forged claim ${claimId} was ${status}, not rejected (the referee did not challenge it within the challenge window; see ${run.sup.logs}/referee.log)`,
+      );
+    }
+    await sleep(250, run.signal);
+  }
+}
+
 /** The journaled step after the training phases of the current epoch. */
 function trained(s: Scenario): Scenario {
   return { ...s, phase: "evaluate" };
@@ -238,6 +259,7 @@ export async function runEpoch(run: DevnetRun, epoch: number): Promise<void> {
       continue;
     }
     if (s.phase === "honest" || s.phase === "after") {
+      if (s.phase === "after" && s.forge_claim !== null) await forgedClaimRefuted(run, s.forge_claim);
       await untilExit(run, await sponsor(run, net.workersFile, targetSteps(s, s.phase)), "sponsor");
       if (s.phase === "honest" && forgesNow(s)) {
         await run.journal({ ...s, phase: "forge", forge_from_height: (await chain.status()).height });
