@@ -4,6 +4,7 @@
  * report beside the reference's figures. Called by `tasks/devnet.ts`, which owns the flags.
  */
 import { Supervisor } from "../devnet/supervisor.ts";
+import { RunAbort } from "../devnet/run_abort.ts";
 import { ensureSmollm2Devnet } from "../genesis/devnet/smollm2_build.ts";
 import { runSmollm2Scenario } from "../devnet/smollm2_scenario.ts";
 import { formatSmollm2Report } from "../devnet/smollm2_report.ts";
@@ -32,39 +33,26 @@ export async function runSmollm2Devnet(options: {
     `${layout.built ? "built" : "using"} the SmolLM2 devnet at ${layout.dir} (genesis ${layout.genesisId})`,
   );
   const sup = await Supervisor.open(layout.dir);
-  const abort = new AbortController();
-  let signalled: Deno.Signal | null = null;
-  const onSignal = (s: Deno.Signal) => () => {
-    signalled = s;
-    abort.abort(new Error(`stopped by ${s}`));
-  };
-  const onInt = onSignal("SIGINT"), onTerm = onSignal("SIGTERM");
-  Deno.addSignalListener("SIGINT", onInt);
-  Deno.addSignalListener("SIGTERM", onTerm);
-  sup.onUnexpectedExit((child, code) => {
-    say(`${child.name} exited with ${code}; its last lines:\n${child.tail.slice(-15).join("\n")}`);
-    abort.abort(new Error(`${child.name} exited with ${code} (log ${sup.logs}/${child.name}.log)`));
-  });
+  const stop = new RunAbort(sup, say);
   say(`logs in ${sup.logs}/`);
   try {
     // A signal stops the run at once, whatever it awaits (the report's reads included).
     const stopped = new Promise<never>((_, fail) =>
-      abort.signal.addEventListener("abort", () => fail(abort.signal.reason), { once: true })
+      stop.signal.addEventListener("abort", () => fail(stop.signal.reason), { once: true })
     );
-    const run = runSmollm2Scenario(sup, layout, { say, signal: abort.signal });
+    const run = runSmollm2Scenario(sup, layout, { say, signal: stop.signal });
     run.catch(() => {});
     const report = await Promise.race([run, stopped]);
     console.log(options.json ? JSON.stringify(report) : formatSmollm2Report(report));
   } catch (e) {
-    if (signalled === null) throw e;
+    if (stop.signalled === null) throw e;
   } finally {
     await sup.stopAll();
     await sup.close();
-    Deno.removeSignalListener("SIGINT", onInt);
-    Deno.removeSignalListener("SIGTERM", onTerm);
+    stop.dispose();
   }
-  if (signalled) {
-    say(`stopped by ${signalled}; every process was stopped; run the same command again to resume`);
+  if (stop.signalled) {
+    say(`stopped by ${stop.signalled}; every process was stopped; run the same command again to resume`);
   }
-  return signalled;
+  return stop.signalled;
 }

@@ -1,5 +1,6 @@
 /** `deno task devnet`: build the devnet if needed, run whole epochs on it and print the summary. */
 import { Supervisor } from "../devnet/supervisor.ts";
+import { RunAbort } from "../devnet/run_abort.ts";
 import { prepareDevnet, runScenario, summaryJson } from "../devnet/scenario.ts";
 import { formatSummary } from "../devnet/summary.ts";
 import { integerOption, parse, runTask, UsageError } from "./_cli.ts";
@@ -164,22 +165,10 @@ async function main(): Promise<void> {
   const layout = await prepareDevnet(dir, say, steps);
   if (engine === "cometbft") await prepareComet(layout, say);
   const sup = await Supervisor.open(layout.dir);
-  const abort = new AbortController();
-  let signalled: Deno.Signal | null = null;
-  const onSignal = (s: Deno.Signal) => () => {
-    signalled = s;
-    abort.abort(new Error(`stopped by ${s}`));
-  };
-  const onInt = onSignal("SIGINT"), onTerm = onSignal("SIGTERM");
-  Deno.addSignalListener("SIGINT", onInt);
-  Deno.addSignalListener("SIGTERM", onTerm);
-  sup.onUnexpectedExit((child, code) => {
-    say(`${child.name} exited with ${code}; its last lines:\n${child.tail.slice(-15).join("\n")}`);
-    abort.abort(new Error(`${child.name} exited with ${code} (log ${sup.logs}/${child.name}.log)`));
-  });
+  const stop = new RunAbort(sup, say);
   say(`logs in ${sup.logs}/`);
   const explorer = values.explorer
-    ? startExplorerBeside(`${layout.validators[0]}/state.sqlite`, say, abort.signal)
+    ? startExplorerBeside(`${layout.validators[0]}/state.sqlite`, say, stop.signal)
     : null;
   let failure: unknown = null;
   try {
@@ -189,7 +178,7 @@ async function main(): Promise<void> {
       steps,
       forge: !values["no-forge"],
       say,
-      signal: abort.signal,
+      signal: stop.signal,
       engine,
     });
     if (values.json) console.log(summaryJson(summary));
@@ -199,11 +188,10 @@ async function main(): Promise<void> {
   } finally {
     await sup.stopAll();
     await sup.close();
-    Deno.removeSignalListener("SIGINT", onInt);
-    Deno.removeSignalListener("SIGTERM", onTerm);
+    stop.dispose();
   }
   const served = await explorer;
-  if (served && !signalled && !failure) {
+  if (served && !stop.signalled && !failure) {
     say(`the explorer keeps serving ${served.url} (validator-0's final state); Ctrl-C to stop`);
     await new Promise<void>((resolve) => {
       Deno.addSignalListener("SIGINT", () => resolve());
@@ -213,9 +201,9 @@ async function main(): Promise<void> {
     return;
   }
   await served?.close();
-  if (signalled) {
-    say(`stopped by ${signalled}; every process was stopped; run deno task devnet again to resume`);
-    Deno.exit(signalled === "SIGINT" ? 130 : 143);
+  if (stop.signalled) {
+    say(`stopped by ${stop.signalled}; every process was stopped; run deno task devnet again to resume`);
+    Deno.exit(stop.signalled === "SIGINT" ? 130 : 143);
   }
   if (failure) throw failure;
 }
