@@ -4,6 +4,7 @@ import type { PageContext } from "../answer.ts";
 import type { TxSummary } from "../chain_index.ts";
 import { accountLink, blockLink, jsonView, txLink } from "../format.ts";
 import { type Html, html } from "../html.ts";
+import { listTable, txOutcome } from "../tables.ts";
 
 /** The most entries (proposals, jobs, evaluations) a lifecycle page looks up one by one. */
 export const MAX_LOOKUPS = 32;
@@ -19,32 +20,19 @@ export async function tryQuery(ctx: PageContext, path: string): Promise<JsonValu
 
 /** The transactions of a lifecycle: block, hash, kind, sender, small fields, result. */
 export function txTable(txs: readonly TxSummary[]): Html {
-  return html`
-    <table class="list">
-      <thead>
+  return listTable(
+    ["block", "tx", "kind", "sender", "fields", "result"],
+    txs.map((t) =>
+      html`
         <tr>
-          <th>block</th>
-          <th>tx</th>
-          <th>kind</th>
-          <th>sender</th>
-          <th>fields</th>
-          <th>result</th>
+          <td>${blockLink(t.height)}</td>
+          <td>${txLink(t.hash)}</td>
+          <td>${t.kind}</td>
+          <td>${accountLink(t.sender)}</td>
+          <td>${jsonView(t.fields)}</td>
+          <td>${txOutcome(t.ok, t.code)}</td>
         </tr>
-      </thead>
-      <tbody>${txs.map((t) =>
-        html`
-          <tr>
-            <td>${blockLink(t.height)}</td>
-            <td>${txLink(t.hash)}</td>
-            <td>${t.kind}</td>
-            <td>${accountLink(t.sender)}</td>
-            <td>${jsonView(t.fields)}</td>
-            <td>${t.ok
-              ? html`<span class="ok">accepted</span>`
-              : html`<span class="bad">${t.code}</span>`}</td>
-          </tr>
-        `
-      )}</tbody>
-    </table>
-  `;
+      `
+    ),
+  );
 }

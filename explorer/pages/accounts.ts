@@ -4,6 +4,7 @@ import { type Answer, malformed, type PageContext, unknown } from "../answer.ts"
 import { accountLink, atoms, blockLink, claimLink, jsonView, modelLink, short, txLink } from "../format.ts";
 import { html } from "../html.ts";
 import { empty, page } from "../layout.ts";
+import { factsTable, listTable, txOutcome } from "../tables.ts";
 
 /** Accounts shown on one page of `/accounts`. */
 export const ACCOUNTS_PER_PAGE = 100;
@@ -48,17 +49,7 @@ export async function accounts(ctx: PageContext): Promise<Answer> {
   }
   const body = html`
     <p>${ids.length} accounts seen on the chain.</p>
-    <table class="list" id="accounts">
-      <thead>
-        <tr>
-          <th>account</th>
-          <th>balance</th>
-          <th>nonce</th>
-          <th></th>
-        </tr>
-      </thead>
-      <tbody>${rows}</tbody>
-    </table>
+    ${listTable(["account", "balance", "nonce", ""], rows, "accounts")}
     ${(n + 1) * ACCOUNTS_PER_PAGE < ids.length
       ? html`<p><a href="/accounts?page=${n + 1}">more accounts</a></p>`
       : ""}
@@ -79,30 +70,21 @@ export async function accountPage(ctx: PageContext, rest: string): Promise<Answe
   const sent = ctx.index.txsOf(rest, 200);
   const claims = ctx.index.claims().filter((c) => c.owner === rest || c.workers.includes(rest));
   const body = html`
-    <table class="facts">
-      <tr>
-        <th>account</th>
-        <td><code>${rest}</code></td>
-      </tr>
-      <tr>
-        <th>balance</th>
-        <td>${atoms(a.balance)}</td>
-      </tr>
-      <tr>
-        <th>next nonce</th>
-        <td>${a.nonce}</td>
-      </tr>
-      <tr>
-        <th>bonds</th>
-        <td>${validators.length === 0
+    ${factsTable([
+      ["account", html`<code>${rest}</code>`],
+      ["balance", atoms(a.balance)],
+      ["next nonce", a.nonce],
+      [
+        "bonds",
+        validators.length === 0
           ? html`<span class="muted">none</span>`
           : validators.map((v) =>
             html`<div><a class="id" href="/validators#${v.consensus_key}">${short(v.consensus_key)}</a> ${
               atoms(v.amount)
             }, power ${v.power}</div>`
-          )}</td>
-      </tr>
-    </table>
+          ),
+      ],
+    ])}
     <h2>Claims it made or worked on</h2>
     ${claims.length === 0
       ? empty("None.")
@@ -114,32 +96,20 @@ export async function accountPage(ctx: PageContext, rest: string): Promise<Answe
         )
       }</ul>`}
     <h2>Transactions it sent</h2>
-    ${sent.length === 0 ? empty("None.") : html`
-      <table class="list">
-        <thead>
+    ${sent.length === 0 ? empty("None.") : listTable(
+      ["block", "tx", "kind", "nonce", "result"],
+      sent.map((t) =>
+        html`
           <tr>
-            <th>block</th>
-            <th>tx</th>
-            <th>kind</th>
-            <th>nonce</th>
-            <th>result</th>
+            <td>${blockLink(t.height)}</td>
+            <td>${txLink(t.hash)}</td>
+            <td>${t.kind}</td>
+            <td>${t.nonce ?? "—"}</td>
+            <td>${txOutcome(t.ok, t.code)}</td>
           </tr>
-        </thead>
-        <tbody>${sent.map((t) =>
-          html`
-            <tr>
-              <td>${blockLink(t.height)}</td>
-              <td>${txLink(t.hash)}</td>
-              <td>${t.kind}</td>
-              <td>${t.nonce ?? "—"}</td>
-              <td>${t.ok
-                ? html`<span class="ok">accepted</span>`
-                : html`<span class="bad">${t.code}</span>`}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
-    `}
+        `
+      ),
+    )}
   `;
   return { kind: "html", body: page(ctx.index, `Account ${short(rest)}`, body) };
 }
@@ -167,20 +137,11 @@ export async function validators(ctx: PageContext): Promise<Answer> {
     <p>${rows.length} validators · total power ${total} · a decision needs strictly more than ${Math.floor(
       (2 * total) / 3,
     )} (2/3).</p>
-    <table class="list" id="validators">
-      <thead>
-        <tr>
-          <th>consensus key</th>
-          <th>owner</th>
-          <th>owner balance</th>
-          <th>bond</th>
-          <th>power</th>
-          <th>share</th>
-          <th>state</th>
-        </tr>
-      </thead>
-      <tbody>${out}</tbody>
-    </table>
+    ${listTable(
+      ["consensus key", "owner", "owner balance", "bond", "power", "share", "state"],
+      out,
+      "validators",
+    )}
   `;
   return { kind: "html", body: page(ctx.index, "Validators", body) };
 }
@@ -192,41 +153,24 @@ export async function model(ctx: PageContext, rest: string): Promise<Answer> {
   if (!isObject(m)) throw unknown("model", rest);
   const components = isObject(m.components) ? Object.entries(m.components) : [];
   const body = html`
-    <table class="facts">
-      <tr>
-        <th>root</th>
-        <td><code>${rest}</code></td>
-      </tr>
-      <tr>
-        <th>parent</th>
-        <td>${modelLink(typeof m.parent === "string" ? m.parent : null)}</td>
-      </tr>
-      <tr>
-        <th>parameters</th>
-        <td>${String(m.parameters ?? "—")}</td>
-      </tr>
-      <tr>
-        <th>tokenizer</th>
-        <td><code>${String(m.tokenizer_root ?? "—")}</code></td>
-      </tr>
-    </table>
+    ${factsTable([
+      ["root", html`<code>${rest}</code>`],
+      ["parent", modelLink(typeof m.parent === "string" ? m.parent : null)],
+      ["parameters", String(m.parameters ?? "—")],
+      ["tokenizer", html`<code>${String(m.tokenizer_root ?? "—")}</code>`],
+    ])}
     <h2>Components</h2>
-    <table class="list">
-      <thead>
-        <tr>
-          <th>component</th>
-          <th>root</th>
-        </tr>
-      </thead>
-      <tbody>${components.map(([k, v]) =>
+    ${listTable(
+      ["component", "root"],
+      components.map(([k, v]) =>
         html`
           <tr>
             <td>${k}</td>
             <td><code>${String(v as JsonValue)}</code></td>
           </tr>
         `
-      )}</tbody>
-    </table>
+      ),
+    )}
     <h2>Configuration</h2>${jsonView((m.config ?? null) as JsonValue)}
   `;
   return { kind: "html", body: page(ctx.index, `Model ${short(rest)}`, body) };

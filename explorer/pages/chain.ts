@@ -6,6 +6,7 @@ import { type Answer, malformed, type PageContext, unknown } from "../answer.ts"
 import { accountLink, atoms, blockLink, short, time, txLink } from "../format.ts";
 import { type Html, html } from "../html.ts";
 import { page } from "../layout.ts";
+import { listTable, txOutcome } from "../tables.ts";
 
 /** Blocks shown per list page and per live update. */
 export const BLOCKS_PER_PAGE = 50;
@@ -24,24 +25,11 @@ export function blockRow(b: BlockSummary): Html {
 }
 
 function blockTable(blocks: BlockSummary[], live: boolean): Html {
-  return html`
-    <table class="list" ${live
-      ? html`
-        id="live-blocks"
-      `
-      : ""}>
-      <thead>
-        <tr>
-          <th>height</th>
-          <th>time (UTC)</th>
-          <th>txs</th>
-          <th>app hash</th>
-          <th>committers</th>
-        </tr>
-      </thead>
-      <tbody>${blocks.map(blockRow)}</tbody>
-    </table>
-  `;
+  return listTable(
+    ["height", "time (UTC)", "txs", "app hash", "committers"],
+    blocks.map(blockRow),
+    live ? "live-blocks" : undefined,
+  );
 }
 
 /** The block summaries as JSON for the live list (`/api/blocks?after=H`). */
@@ -158,9 +146,7 @@ export async function block(ctx: PageContext, rest: string): Promise<Answer> {
         <td>${txLink(hash)}</td>
         <td>${String(body.kind)}</td>
         <td>${accountLink(String(envelope.public_key))}</td>
-        <td>${r?.ok
-          ? html`<span class="ok">accepted</span>`
-          : html`<span class="bad">${r?.code ?? "rejected"}</span>`}</td>
+        <td>${txOutcome(r?.ok === true, r?.code ?? "rejected")}</td>
       </tr>
     `;
   });
@@ -207,20 +193,9 @@ export async function block(ctx: PageContext, rest: string): Promise<Answer> {
       ? html`<a href="/block/${height - 1}">← block ${height - 1}</a>`
       : ""} <a href="/block/${height + 1}">block ${height + 1} →</a></p>
     <h2>Transactions</h2>
-    ${txs.length === 0 ? html`<p class="empty">No transactions in this block.</p>` : html`
-      <table class="list">
-        <thead>
-          <tr>
-            <th>#</th>
-            <th>hash</th>
-            <th>kind</th>
-            <th>sender</th>
-            <th>result</th>
-          </tr>
-        </thead>
-        <tbody>${rows}</tbody>
-      </table>
-    `}
+    ${txs.length === 0
+      ? html`<p class="empty">No transactions in this block.</p>`
+      : listTable(["#", "hash", "kind", "sender", "result"], rows)}
   `;
   return { kind: "html", body: page(ctx.index, `Block ${height}`, body) };
 }

@@ -10,6 +10,7 @@ import { accountLink, blockLink, idLink, short } from "../format.ts";
 import { type Html, html } from "../html.ts";
 import { empty, page } from "../layout.ts";
 import { MAX_LOOKUPS, tryQuery, txTable } from "./_lifecycle.ts";
+import { factsTable, listTable } from "../tables.ts";
 
 /** Each owner's vote and power against the 2/3 line, from a cohort state's `electorate` and `votes`. */
 export function voteTable(state: JsonObject): Html | null {
@@ -32,15 +33,9 @@ export function voteTable(state: JsonObject): Html | null {
       )}%); activation needs strictly more than 2/3: ${3 * yes > 2 * total
         ? html`<span class="ok">reached</span>`
         : html`<span class="live">not reached</span>`}</p>
-      <table class="list">
-        <thead>
-          <tr>
-            <th>owner</th>
-            <th>power</th>
-            <th>vote</th>
-          </tr>
-        </thead>
-        <tbody>${electorate.map(([o, p]) =>
+      ${listTable(
+        ["owner", "power", "vote"],
+        electorate.map(([o, p]) =>
           html`
             <tr>
               <td>${accountLink(String(o))}</td>
@@ -50,8 +45,8 @@ export function voteTable(state: JsonObject): Html | null {
                 : html`<span class="muted">not voted</span>`}</td>
             </tr>
           `
-        )}</tbody>
-      </table>
+        ),
+      )}
     </div>
   `;
 }
@@ -70,18 +65,22 @@ function proposal(id: string, answer: JsonObject): Html {
         : state.status === "expired"
         ? "bad"
         : "live"}">${String(state.status ?? "?")}</span></h3>
-    <table class="facts"><tr><th>proposer</th><td>${accountLink(String(state.proposer ?? ""))}</td></tr>
-    <tr><th>data root</th><td>${idLink(String(state.data_root ?? ""))}</td></tr>
-    <tr><th>proposed at</th><td>${typeof state.proposed === "number"
-      ? blockLink(state.proposed)
-      : "—"}, expires after ${String(state.expires ?? "—")}</td></tr>
-    <tr><th>windows</th><td>${windows.map((w) =>
-      html`<div>${String(w.source)}: rows ${String(w.start)}–${String(w.end)}</div>`
-    )}</td></tr>
-    <tr><th>documents</th><td>${[...roles].map(([r, n]) => `${n} ${r}`).join(" · ") || "—"}</td></tr>
-    <tr><th>train batches</th><td>${Array.isArray(state.train_batches)
-      ? state.train_batches.length
-      : "—"}</td></tr></table>
+    ${factsTable([
+      ["proposer", accountLink(String(state.proposer ?? ""))],
+      ["data root", idLink(String(state.data_root ?? ""))],
+      [
+        "proposed at",
+        html`${typeof state.proposed === "number" ? blockLink(state.proposed) : "—"}, expires after ${
+          String(state.expires ?? "—")
+        }`,
+      ],
+      [
+        "windows",
+        windows.map((w) => html`<div>${String(w.source)}: rows ${String(w.start)}–${String(w.end)}</div>`),
+      ],
+      ["documents", [...roles].map(([r, n]) => `${n} ${r}`).join(" · ") || "—"],
+      ["train batches", Array.isArray(state.train_batches) ? state.train_batches.length : "—"],
+    ])}
     ${voteTable(state) ?? ""}</section>
   `;
 }
@@ -112,30 +111,24 @@ export async function data(ctx: PageContext): Promise<Answer> {
   const cohort = d && isObject(d.cohort) ? d.cohort : null;
   const cursors = d && isObject(d.cursors) ? Object.entries(d.cursors) : [];
   const body = html`
-    <table class="facts">
-      <tr>
-        <th>data root</th>
-        <td>${d ? idLink(String(d.data_root)) : "—"}</td>
-      </tr>
-      <tr>
-        <th>pending proposal</th>
-        <td>${d && typeof d.proposal === "string" ? idLink(d.proposal) : "none"}</td>
-      </tr>
-      <tr>
-        <th>cohort</th>
-        <td>${cohort
+    ${factsTable([
+      ["data root", d ? idLink(String(d.data_root)) : "—"],
+      ["pending proposal", d && typeof d.proposal === "string" ? idLink(d.proposal) : "none"],
+      [
+        "cohort",
+        cohort
           ? html`${String(cohort.status)} · activated at ${blockLink(Number(cohort.activated))} · step ${
             String(cohort.position)
           } of ${String(cohort.steps)} · deadline ${String(cohort.deadline)}`
-          : "none active"}</td>
-      </tr>
-      <tr>
-        <th>cursors</th>
-        <td>${cursors.length === 0
+          : "none active",
+      ],
+      [
+        "cursors",
+        cursors.length === 0
           ? "—"
-          : cursors.map(([source, at]) => html`<div>${source}: row ${String(at)}</div>`)}</td>
-      </tr>
-    </table>
+          : cursors.map(([source, at]) => html`<div>${source}: row ${String(at)}</div>`),
+      ],
+    ])}
     <h2>Proposals</h2>${shown.length === 0 ? empty("No proposal the ledger still knows.") : shown}
     <h2>Transactions (propose_data, vote_data)</h2>${txs.length === 0 ? empty("None.") : txTable(txs)}
   `;

@@ -10,6 +10,7 @@ import { blockLink, loss, modelLink, short } from "../format.ts";
 import { type Html, html } from "../html.ts";
 import { empty, page } from "../layout.ts";
 import { tryQuery, txTable } from "./_lifecycle.ts";
+import { factsTable, listTable } from "../tables.ts";
 
 const root = (v: JsonValue | undefined) => (typeof v === "string" ? v : null);
 
@@ -31,41 +32,16 @@ function gateTable(role: string, g: JsonObject): Html {
   });
   return html`
     <h3>${role}: <span class="${g.pass ? "ok" : "bad"}">${g.pass ? "pass" : "fail"}</span></h3>
-    <table class="facts">
-      <tr>
-        <th>S</th>
-        <td>${String(g.S)}</td>
-      </tr>
-      <tr>
-        <th>Q</th>
-        <td>${String(g.Q)}</td>
-      </tr>
-      <tr>
-        <th>G</th>
-        <td>${String(g.G)}</td>
-      </tr>
-      <tr>
-        <th>n</th>
-        <td>${String(g.n)}</td>
-      </tr>
-      <tr>
-        <th>mean change</th>
-        <td>${String(g.mean_change_micronats)} micronats per document</td>
-      </tr>
-    </table>
+    ${factsTable([
+      ["S", String(g.S)],
+      ["Q", String(g.Q)],
+      ["G", String(g.G)],
+      ["n", String(g.n)],
+      ["mean change", html`${String(g.mean_change_micronats)} micronats per document`],
+    ])}
     <details>
       <summary>paired changes of the ${base.length} documents</summary>
-      <table class="list">
-        <thead>
-          <tr>
-            <th>document</th>
-            <th>baseline loss</th>
-            <th>candidate loss</th>
-            <th>d (micronats)</th>
-          </tr>
-        </thead>
-        <tbody>${rows}</tbody>
-      </table>
+      ${listTable(["document", "baseline loss", "candidate loss", "d (micronats)"], rows)}
     </details>
   `;
 }
@@ -77,26 +53,34 @@ function run(r: JsonObject): Html {
   const after = decision ? (decision.promoted ? root(r.candidate) : root(r.baseline)) : null;
   return html`<section class="evaluation"><h3>Evaluation <code>${short(String(r.evaluation_id))}</code> · ${
     String(r.status)
-  }</h3><table class="facts">
-<tr><th>cohort</th><td>${modelLinkOrId(r.cohort)}</td></tr>
-<tr><th>opened</th><td>${typeof r.opened === "number" ? blockLink(r.opened) : "—"}${
-    typeof r.ended === "number" ? html`, ended ${blockLink(r.ended)}` : ""
-  }</td></tr>
-<tr><th>serving root before</th><td>${modelLink(root(r.baseline))}</td></tr>
-<tr><th>candidate</th><td>${modelLink(root(r.candidate))}</td></tr>
-<tr><th>windows settled</th><td>${
-    groups.map(([g, v]) =>
-      html`<div>${g}: ${isObject(v) ? `${String(v.settled)} of ${String(v.total)}` : "?"}</div>`
-    )
-  }</td></tr>
-<tr><th>decision</th><td>${
-    decision
-      ? html`<span class="${decision.promoted ? "ok" : "bad"}">${
-        decision.promoted ? "promoted" : "not promoted"
-      }</span> — <span class="reason">${String(decision.reason ?? "")}</span>`
-      : html`<span class="muted">not decided yet</span>`
-  }</td></tr>
-<tr><th>serving root after</th><td>${after ? modelLink(after) : "—"}</td></tr></table>
+  }</h3>${
+    factsTable([
+      ["cohort", modelLinkOrId(r.cohort)],
+      [
+        "opened",
+        html`${typeof r.opened === "number" ? blockLink(r.opened) : "—"}${
+          typeof r.ended === "number" ? html`, ended ${blockLink(r.ended)}` : ""
+        }`,
+      ],
+      ["serving root before", modelLink(root(r.baseline))],
+      ["candidate", modelLink(root(r.candidate))],
+      [
+        "windows settled",
+        groups.map(([g, v]) =>
+          html`<div>${g}: ${isObject(v) ? `${String(v.settled)} of ${String(v.total)}` : "?"}</div>`
+        ),
+      ],
+      [
+        "decision",
+        decision
+          ? html`<span class="${decision.promoted ? "ok" : "bad"}">${
+            decision.promoted ? "promoted" : "not promoted"
+          }</span> — <span class="reason">${String(decision.reason ?? "")}</span>`
+          : html`<span class="muted">not decided yet</span>`,
+      ],
+      ["serving root after", after ? modelLink(after) : "—"],
+    ])
+  }
 ${Object.entries(gate).map(([role, g]) => (isObject(g) ? gateTable(role, g) : ""))}</section>`;
 }
 
@@ -123,10 +107,10 @@ export async function evaluation(ctx: PageContext): Promise<Answer> {
   }
   const serving = isObject(a) && isObject(a.serving) ? a.serving : null;
   const body = html`
-    <table class="facts">
-      <tr>
-        <th>serving</th>
-        <td>${serving
+    ${factsTable([
+      [
+        "serving",
+        serving
           ? html`${modelLink(root(serving.model_root))} since block ${String(serving.since)}${
             typeof serving.evaluation === "string"
               ? html`
@@ -134,9 +118,9 @@ export async function evaluation(ctx: PageContext): Promise<Answer> {
               `
               : " (genesis model)"
           }`
-          : "—"}</td>
-      </tr>
-    </table>
+          : "—",
+      ],
+    ])}
     ${runs.filter(isObject).map(run)}
     <h2>Transactions (open_evaluation, score, finish_evaluation)</h2>${txs.length === 0
       ? empty("None.")

@@ -10,6 +10,7 @@ import { accountLink, atoms, blockLink, claimLink, clip, txLink } from "../forma
 import { type Html, html } from "../html.ts";
 import { empty, page } from "../layout.ts";
 import { MAX_LOOKUPS, tryQuery, txTable } from "./_lifecycle.ts";
+import { listTable } from "../tables.ts";
 
 /** The generated token ids a response's record states, and whether the last one is the EOS. */
 function answerTokens(job: JsonObject): { tokens: number[]; eos: boolean } {
@@ -98,22 +99,21 @@ export async function inference(ctx: PageContext): Promise<Answer> {
     <p>${txs.filter((t) => t.kind === "infer" && t.ok).length} jobs${ctx.codecs.enabled ? "" : html`
       · <span class="muted">start the explorer with --objects DIR to decode prompts and answers</span>
     `}</p>
-    <table class="list" id="jobs">
-      <thead>
-        <tr>
-          <th>job</th>
-          <th>block</th>
-          <th>status</th>
-          <th>requester → provider</th>
-          <th>prompt</th>
-          <th>answer</th>
-          <th>tokens</th>
-          <th>paid / refunded</th>
-          <th>responses</th>
-        </tr>
-      </thead>
-      <tbody>${rows}</tbody>
-    </table>
+    ${listTable(
+      [
+        "job",
+        "block",
+        "status",
+        "requester → provider",
+        "prompt",
+        "answer",
+        "tokens",
+        "paid / refunded",
+        "responses",
+      ],
+      rows,
+      "jobs",
+    )}
     <h2>Transactions (infer, respond)</h2>${txTable(txs)}
   `;
   return { kind: "html", body: page(ctx.index, "Inference", body) };

@@ -19,6 +19,7 @@ import {
 import { type Html, html, scriptJson } from "../html.ts";
 import { empty, page } from "../layout.ts";
 import { disputeTable } from "./disputes.ts";
+import { factsTable, listTable, txOutcome } from "../tables.ts";
 
 function outcome(s: ClaimState | null): Html {
   if (!s) return html`<span class="muted">unknown</span>`;
@@ -117,23 +118,11 @@ export async function training(ctx: PageContext): Promise<Answer> {
     <h2>Claims</h2>
     ${claims.length === 0 ? empty("No claim on this chain yet.") : html`
       ${first > 0 ? html`<p class="muted">the newest ${MAX_CLAIM_ROWS} of ${claims.length} claims</p>` : ""}
-      <table class="list" id="claims">
-        <thead>
-          <tr>
-            <th>#</th>
-            <th>claim</th>
-            <th>kind</th>
-            <th>block</th>
-            <th>step</th>
-            <th>loss</th>
-            <th>outcome</th>
-            <th>reason</th>
-            <th>reward</th>
-            <th>workers</th>
-          </tr>
-        </thead>
-        <tbody>${rows}</tbody>
-      </table>
+      ${listTable(
+        ["#", "claim", "kind", "block", "step", "loss", "outcome", "reason", "reward", "workers"],
+        rows,
+        "claims",
+      )}
     `}
   `;
   return { kind: "html", body: page(ctx.index, "Training", body, { chart: points.losses.length > 0 }) };
@@ -156,112 +145,54 @@ export async function claim(ctx: PageContext, rest: string): Promise<Answer> {
     `
   );
   const body = html`
-    <table class="facts">
-      <tr>
-        <th>claim id</th>
-        <td><code>${c.claim_id}</code></td>
-      </tr>
-      <tr>
-        <th>kind</th>
-        <td>${c.kind}</td>
-      </tr>
-      <tr>
-        <th>outcome</th>
-        <td>${outcome(s)}${s.reason
-          ? html`
-            — <span class="reason">${s.reason}</span>
-          `
-          : ""}</td>
-      </tr>
-      <tr>
-        <th>transaction</th>
-        <td>${txLink(c.hash)} in block ${blockLink(c.height)}</td>
-      </tr>
-      <tr>
-        <th>owner</th>
-        <td>${accountLink(c.owner, c.owner)}</td>
-      </tr>
-      <tr>
-        <th>step</th>
-        <td>${c.step ?? "—"}</td>
-      </tr>
-      <tr>
-        <th>loss</th>
-        <td>${loss(c.loss)}</td>
-      </tr>
-      <tr>
-        <th>bond</th>
-        <td>${s.bond === null ? "—" : atoms(s.bond)}</td>
-      </tr>
-      <tr>
-        <th>challenge window</th>
-        <td>${s.deadline === null ? "—" : html`until block ${s.deadline}`}</td>
-      </tr>
-      <tr>
-        <th>parent model</th>
-        <td>${modelLink(c.parent)}</td>
-      </tr>
-      <tr>
-        <th>candidate model</th>
-        <td>${modelLink(c.model_root)}</td>
-      </tr>
-      <tr>
-        <th>record root</th>
-        <td><code>${c.record_root ?? "—"}</code></td>
-      </tr>
-      <tr>
-        <th>workers</th>
-        <td>${c.workers.map((w, i) => html`<div>stage ${i}: ${accountLink(w)}</div>`)}</td>
-      </tr>
-    </table>
+    ${factsTable([
+      ["claim id", html`<code>${c.claim_id}</code>`],
+      ["kind", c.kind],
+      [
+        "outcome",
+        html`${outcome(s)}${
+          s.reason
+            ? html`
+              — <span class="reason">${s.reason}</span>
+            `
+            : ""
+        }`,
+      ],
+      ["transaction", html`${txLink(c.hash)} in block ${blockLink(c.height)}`],
+      ["owner", accountLink(c.owner, c.owner)],
+      ["step", c.step ?? "—"],
+      ["loss", loss(c.loss)],
+      ["bond", s.bond === null ? "—" : atoms(s.bond)],
+      ["challenge window", s.deadline === null ? "—" : html`until block ${s.deadline}`],
+      ["parent model", modelLink(c.parent)],
+      ["candidate model", modelLink(c.model_root)],
+      ["record root", html`<code>${c.record_root ?? "—"}</code>`],
+      ["workers", c.workers.map((w, i) => html`<div>stage ${i}: ${accountLink(w)}</div>`)],
+    ])}
     <h2>Money moved by the last transition</h2>
-    ${moves.length === 0 ? empty("No movement.") : html`
-      <table class="list">
-        <thead>
-          <tr>
-            <th>op</th>
-            <th>account</th>
-            <th>amount</th>
-          </tr>
-        </thead>
-        <tbody>${moves}</tbody>
-      </table>
-    `}
+    ${moves.length === 0 ? empty("No movement.") : listTable(["op", "account", "amount"], moves)}
     <h2>Disputes</h2>
     ${disputes.length === 0 ? empty("Nobody challenged this claim.") : disputeTable(disputes, false)}
     <h2>Transactions about this claim</h2>
-    ${c.events.length === 0 ? empty("None.") : html`
-      <table class="list">
-        <thead>
+    ${c.events.length === 0 ? empty("None.") : listTable(
+      ["block", "tx", "kind", "sender", "detail", "result"],
+      c.events.map((e) =>
+        html`
           <tr>
-            <th>block</th>
-            <th>tx</th>
-            <th>kind</th>
-            <th>sender</th>
-            <th>detail</th>
-            <th>result</th>
+            <td>${blockLink(e.height)}</td>
+            <td>${txLink(e.hash)}</td>
+            <td>${e.kind}</td>
+            <td>${accountLink(e.sender)}</td>
+            <td>${e.stage !== null ? `stage ${e.stage} ` : ""}${e.challenge_kind ?? ""}${e.object_root
+              ? html`
+                object <code>${short(e.object_root)}</code>
+              `
+              : ""}${e.bytes !== null ? ` ${e.bytes.toLocaleString("en-US")} bytes` : ""}</td>
+            <td>${txOutcome(e.ok, e.code)}</td>
           </tr>
-        </thead>
-        <tbody>${c.events.map((e) =>
-          html`
-            <tr>
-              <td>${blockLink(e.height)}</td>
-              <td>${txLink(e.hash)}</td>
-              <td>${e.kind}</td>
-              <td>${accountLink(e.sender)}</td>
-              <td>${e.stage !== null ? `stage ${e.stage} ` : ""}${e.challenge_kind ?? ""}${e.object_root
-                ? html`
-                  object <code>${short(e.object_root)}</code>
-                `
-                : ""}${e.bytes !== null ? ` ${e.bytes.toLocaleString("en-US")} bytes` : ""}</td>
-              <td>${e.ok
-                ? html`<span class="ok">accepted</span>`
-                : html`<span class="bad">${e.code}</span>`}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
-    `}
+        `
+      ),
+    )}
     <h2>Ledger state</h2>
     ${jsonView(s.state)}
   `;
