@@ -143,7 +143,7 @@ export function wasmAttentionBackward(
     number,
   ];
   const dkp0 = a.floats(nparts), dvp0 = a.floats(nparts);
-  const per = al(D * T + T * T); // vT [D, T] and ds [T, T] per job
+  const per = al(D * T + 3 * T * T); // vT [D, T], ds, dsT and pT [T, T] per job
   const scratch = a.floats(0);
   if (!fits(km, scratch + ranges.length * per)) return null;
   const buf = km.memory.buffer;

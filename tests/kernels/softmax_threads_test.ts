@@ -68,9 +68,13 @@ async function withThreads(run: (threads: number) => void): Promise<void> {
 }
 
 // Shapes: SmolLM2's (H=9, KVH=3, D=64) for a prompt and a decode step, and odd ones: D not a multiple of the
-// 4 SIMD lanes, Tk not a multiple of 4, more keys than queries, one kv head, as many kv heads as heads.
+// 4 SIMD lanes, Tk not a multiple of 4, more keys than queries, one kv head, as many kv heads as heads; and
+// ones that reach every path of the kernels' blocked sums (32 or 16 wide, then 4, then 1; rows two at a time
+// and an odd last row): D = 38 and 45 tokens, D = 36 with 70 keys for 3 queries.
 const SHAPES: AttentionDims[] = [
   { B: 1, Tq: 32, Tk: 32, H: 9, KVH: 3, D: 64 },
+  { B: 1, Tq: 45, Tk: 45, H: 4, KVH: 2, D: 38 },
+  { B: 1, Tq: 3, Tk: 70, H: 2, KVH: 1, D: 36 },
   { B: 1, Tq: 1, Tk: 37, H: 9, KVH: 3, D: 64 },
   { B: 2, Tq: 7, Tk: 7, H: 6, KVH: 2, D: 13 },
   { B: 3, Tq: 5, Tk: 11, H: 4, KVH: 4, D: 6 },
