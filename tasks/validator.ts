@@ -11,6 +11,7 @@ import { parseGenesis } from "../genesis/schema.ts";
 import { assertConformance } from "../kernels/conformance.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 import { SERVER_FLAG_HELP, SERVER_FLAG_OPTIONS, serverLimits } from "./_server_flags.ts";
+import type { ServerLimits } from "../core/bounded_server.ts";
 
 const HELP = `deno task validator --home DIR --genesis FILE [options]
 deno task validator bond --home DIR --rpc URL --amount ATOMS
@@ -112,7 +113,7 @@ async function main(): Promise<void> {
   const genesis = parseJson(text);
   // PROTOCOL §10.6: a node whose kernels do not reproduce the genesis's conformance vectors does not start.
   assertConformance(parseGenesis(genesis).vectors);
-  if (engine === "cometbft") return await runComet(home, genesis, port, policy);
+  if (engine === "cometbft") return await runComet(home, genesis, port, serverLimits(values), policy);
   const divergent = testHook("NEURO_TEST_DIVERGENT_FEE");
   const pauseAt = Number(testHook("NEURO_TEST_PAUSE_BEFORE_COMMIT") ?? "0");
   const hooks = {
@@ -185,6 +186,7 @@ async function runComet(
   home: string,
   genesis: ReturnType<typeof parseJson>,
   port: number,
+  server: Partial<ServerLimits>,
   policy: string | undefined,
 ): Promise<void> {
   const root = new URL("../", import.meta.url).pathname;
@@ -194,7 +196,7 @@ async function runComet(
       "Cannot start the cometbft engine: cometbft is not installed (run deno task cometbft:install)",
     );
   }
-  const node = await startCometNode({ home, genesis, cometbft, port });
+  const node = await startCometNode({ home, genesis, cometbft, port, server });
   const reviewer = await startReviewer(home, node.url, policy);
   const stop = () => void node.stop();
   Deno.addSignalListener("SIGINT", stop);

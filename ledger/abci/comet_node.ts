@@ -14,7 +14,8 @@ import { canonical, type JsonValue } from "../../core/canonical.ts";
 import { LedgerApp } from "../app.ts";
 import { type ConsensusKey, loadConsensusKeyFile } from "../consensus_key.ts";
 import { rawHash } from "../envelope.ts";
-import { rpcHandler, type RpcNode } from "../rpc/server.ts";
+import type { ServerLimits } from "../../core/bounded_server.ts";
+import { type RpcNode, serveRpc } from "../rpc/server.ts";
 import { Heights } from "../engine/heights.ts";
 import { AbciApplication } from "./application.ts";
 import { cometHomeOf, cometRpcOf } from "./comet_home.ts";
@@ -29,6 +30,8 @@ export interface CometNodeOptions {
   readonly cometbft: string;
   /** Our RPC port on 127.0.0.1 (0 picks a free one). */
   readonly port?: number;
+  /** Bounds of our RPC server's connections (defaults `SERVER_LIMITS`), as the embedded engine takes them. */
+  readonly server?: Partial<ServerLimits>;
   readonly log?: (line: string) => void;
 }
 
@@ -146,11 +149,8 @@ export async function startCometNode(options: CometNodeOptions): Promise<CometNo
       message: "Cannot record attestation: this node runs under CometBFT, whose commits are the attestations",
     }),
   };
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: options.port ?? 0, onListen() {} },
-    rpcHandler(rpc),
-  );
-  const url = `http://127.0.0.1:${server.addr.port}`;
+  const server = serveRpc(rpc, options.port ?? 0, options.server);
+  const url = server.url;
 
   const child = new Deno.Command(options.cometbft, {
     args: ["start", "--home", cometHome, "--proxy_app", abciServer.proxyApp],
@@ -189,7 +189,7 @@ export async function startCometNode(options: CometNodeOptions): Promise<CometNo
       clearTimeout(t);
       heights.wakeAll();
       await abciServer.close();
-      await server.shutdown();
+      await server.close();
       app.close();
     })();
     return stopped;

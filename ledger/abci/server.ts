@@ -5,7 +5,8 @@
  * (or when the buffer passes 1 MiB). Requests are handled one at a time across all connections, so the
  * application never sees two calls at once. A frame over the bound, bytes that do not decode as a `Request`,
  * or a request of no known kind closes that connection with one log line naming the peer and the reason; the
- * other connections are not affected.
+ * other connections are not affected. At most `maxConnections` (default 8) are open at once; one more is
+ * closed on arrival with a log line, so a local client cannot exhaust the process with idle connections.
  *
  * @example
  * ```ts
@@ -44,9 +45,17 @@ export interface AbciServer {
   close(): Promise<void>;
 }
 
+/**
+ * The default bound on open connections: CometBFT opens four (consensus, mempool, query, snapshot); the rest
+ * leaves room for a reconnect before the old connection is seen closed.
+ */
+export const MAX_ABCI_CONNECTIONS = 8;
+
 /** Options of the server. */
 export interface AbciServerOptions {
   readonly maxFrameBytes?: number;
+  /** Connections open at once; one more is closed at once with a log line (default `MAX_ABCI_CONNECTIONS`). */
+  readonly maxConnections?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -58,6 +67,7 @@ export function serveAbci(
 ): AbciServer {
   const log = options.log ?? ((line: string) => console.error(line));
   const max = options.maxFrameBytes ?? MAX_ABCI_FRAME_BYTES;
+  const maxConnections = options.maxConnections ?? MAX_ABCI_CONNECTIONS;
   if (address.transport === "unix") {
     try {
       Deno.removeSync(address.path); // a stale socket of a previous run
@@ -149,13 +159,24 @@ export function serveAbci(
           conn.close();
           break;
         }
-        connections.add(conn);
         const addr = conn.remoteAddr;
         const peer = addr.transport === "tcp"
           ? `${addr.hostname}:${addr.port}`
           : address.transport === "unix"
           ? address.path
           : "unix";
+        if (connections.size >= maxConnections) {
+          log(
+            `abci: refusing connection from ${peer}: ${connections.size} are open, bound is ${maxConnections}`,
+          );
+          try {
+            conn.close();
+          } catch {
+            // already closed
+          }
+          continue;
+        }
+        connections.add(conn);
         const p = serve(conn, peer);
         served.add(p);
         p.finally(() => served.delete(p));

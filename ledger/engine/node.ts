@@ -17,8 +17,8 @@ import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import { type AppOptions, LedgerApp } from "../app.ts";
 import { type ConsensusKey, loadConsensusKeyFile } from "../consensus_key.ts";
-import { serveBounded, type ServerLimits } from "../../core/bounded_server.ts";
-import { rpcAdmit, rpcHandler, type RpcNode, rpcRefusal } from "../rpc/server.ts";
+import type { ServerLimits } from "../../core/bounded_server.ts";
+import { type RpcNode, serveRpc } from "../rpc/server.ts";
 import { Heights } from "./heights.ts";
 import { Mempool, type MempoolLimits } from "./mempool.ts";
 import { MempoolStore } from "./mempool_store.ts";
@@ -152,13 +152,7 @@ export async function startNode(options: NodeOptions): Promise<ValidatorNode> {
       return { ...proposer.attest(body) };
     },
   };
-  const server = serveBounded({
-    port: options.port ?? 0,
-    ...(options.server ? { limits: options.server } : {}),
-    admit: rpcAdmit,
-    refusal: rpcRefusal,
-    handler: rpcHandler(rpc),
-  });
+  const server = serveRpc(rpc, options.port ?? 0, options.server);
   const url = server.url;
   const interval = options.intervalMs ?? app.params.block_interval_ms;
 

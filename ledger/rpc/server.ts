@@ -23,6 +23,7 @@ import { canonical, type JsonValue, parseJson } from "../../core/canonical.ts";
 import { type ErrorCode, isErrorCode, ProtocolError } from "../../core/errors.ts";
 import { isHex } from "../../core/hex.ts";
 import { MAX_TX_BYTES } from "../../core/limits.ts";
+import { type BoundedServer, serveBounded, type ServerLimits } from "../../core/bounded_server.ts";
 
 /** What the RPC needs from a node. */
 export interface RpcNode {
@@ -110,6 +111,17 @@ function isJsonType(header: string | null): boolean {
 
 function isJson(req: Request): boolean {
   return isJsonType(req.headers.get("content-type"));
+}
+
+/** Serves `node`'s RPC on 127.0.0.1:`port` (0: a free one) behind the connection bounds of PROTOCOL §13.2. */
+export function serveRpc(node: RpcNode, port = 0, limits?: Partial<ServerLimits>): BoundedServer {
+  return serveBounded({
+    port,
+    ...(limits ? { limits } : {}),
+    admit: rpcAdmit,
+    refusal: rpcRefusal,
+    handler: rpcHandler(node),
+  });
 }
 
 /** The request handler of a node's RPC. */

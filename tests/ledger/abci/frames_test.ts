@@ -1,4 +1,5 @@
 import { assertEquals, assertThrows } from "../../_assert.ts";
+import { MAX_ABCI_CONNECTIONS } from "../../../ledger/abci/server.ts";
 import { encodeFrame, encodeUvarint, FrameError, FrameReader } from "../../../ledger/abci/frames.ts";
 import { AbciTestClient } from "./_client.ts";
 import { serve } from "./_abci_fixture.ts";
@@ -103,3 +104,52 @@ for (
     }
   });
 }
+
+Deno.test("a connection beyond the bound is closed on arrival with a log line; the open ones are still served", async () => {
+  const app = testApp();
+  const before = app.info().app_hash;
+  const served = await serve(app);
+  const open: AbciTestClient[] = [];
+  try {
+    for (let i = 0; i < MAX_ABCI_CONNECTIONS; i++) {
+      const c = await AbciTestClient.connect(served.server.proxyApp);
+      open.push(c);
+      await c.call({ case: "echo", value: { message: `c${i}` } }); // accepted and registered before the next
+    }
+    const extra = await AbciTestClient.connect(served.server.proxyApp);
+    open.push(extra);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const closed = await Promise.race([
+      extra.read(),
+      new Promise((r) => (timer = setTimeout(() => r("still open after 10 s"), 10_000))),
+    ]);
+    clearTimeout(timer);
+    assertEquals(closed, null);
+    assertEquals(served.logs.length, 1);
+    assertEquals(
+      /^abci: refusing connection from 127\.0\.0\.1:\d+: 8 are open, bound is 8$/.test(served.logs[0]!),
+      true,
+      served.logs[0],
+    );
+    const r = await open[0]!.call({ case: "echo", value: { message: "still here" } });
+    assertEquals(r?.case === "echo" ? r.value.message : r?.case, "still here");
+    // A closed connection frees its place.
+    open[1]!.close();
+    let again: AbciTestClient | null = null;
+    for (let attempt = 0; attempt < 100 && again === null; attempt++) {
+      const c = await AbciTestClient.connect(served.server.proxyApp);
+      open.push(c);
+      try {
+        await c.call({ case: "echo", value: { message: "new" } });
+        again = c;
+      } catch {
+        await new Promise((res) => setTimeout(res, 20)); // the server has not seen the close yet
+      }
+    }
+    assertEquals(again !== null, true, "a place freed by a closed connection was never given again");
+    assertEquals(app.info().app_hash, before);
+  } finally {
+    for (const c of open) c.close();
+    await served.close();
+  }
+});
