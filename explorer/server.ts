@@ -1,8 +1,9 @@
 /**
  * The explorer's HTTP server on 127.0.0.1: pages rendered on the server from a `ChainSource`, a small script
  * that keeps the block list live and draws the loss chart, and the chart library's assets. It only reads: every
- * method but GET and HEAD is refused (405), and the sources it reads from have no way to write. The index is
- * brought up to date in the background (every `syncMs`) and before each page.
+ * method but GET and HEAD is refused (405), and the sources it reads from have no way to write. Connections are
+ * bounded like the validator's (PROTOCOL §13.2), and a request that declares a body is refused on its head
+ * (413). The index is brought up to date in the background (every `syncMs`) and before each page.
  *
  * @example
  * ```ts
@@ -22,6 +23,7 @@ import { html } from "./html.ts";
 import { page } from "./layout.ts";
 import { Redirect, route } from "./routes.ts";
 import type { ChainSource } from "./source.ts";
+import { type RequestHead, serveBounded, type ServerLimits } from "../core/bounded_server.ts";
 
 /** How to run an explorer. */
 export interface ExplorerOptions {
@@ -32,6 +34,8 @@ export interface ExplorerOptions {
   readonly bounds?: IndexBounds;
   /** An object store to decode prompts and answers from (read only), or null. */
   readonly objects?: string | null;
+  /** Connection bounds (defaults `SERVER_LIMITS`, PROTOCOL §13.2). */
+  readonly limits?: Partial<ServerLimits>;
 }
 
 /** A running explorer. */
@@ -50,6 +54,32 @@ const HEADERS = {
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'",
 };
 
+function plainResponse(status: number, text: string, headers: Record<string, string> = {}): Response {
+  return new Response(text, {
+    status,
+    headers: { ...HEADERS, ...headers, "content-type": "text/plain; charset=utf-8" },
+  });
+}
+
+/** 405 for any method but GET and HEAD: the explorer is read-only. */
+function methodRefusal(method: string, path: string): Response | null {
+  if (method === "GET" || method === "HEAD") return null;
+  return plainResponse(405, `Cannot ${method} ${path}: the explorer is read-only, expected GET\n`, {
+    allow: "GET, HEAD",
+  });
+}
+
+/** What the bounded server checks on a request's head: the method, and that no body is declared. */
+function admit(head: RequestHead): Response | number {
+  const refused = methodRefusal(head.method, head.target.split("?")[0]!);
+  if (refused) return refused;
+  const length = head.headers.get("content-length");
+  if ((length !== null && length !== "0") || head.headers.has("transfer-encoding")) {
+    return plainResponse(413, "Cannot read a request body: the explorer's pages take none\n");
+  }
+  return 0;
+}
+
 function htmlResponse(status: number, text: string): Response {
   return new Response(text, { status, headers: { ...HEADERS, "content-type": "text/html; charset=utf-8" } });
 }
@@ -62,12 +92,8 @@ export function explorerHandler(
 ): (req: Request) => Promise<Response> {
   return async (req) => {
     const url = new URL(req.url);
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return new Response(`Cannot ${req.method} ${url.pathname}: the explorer is read-only, expected GET\n`, {
-        status: 405,
-        headers: { ...HEADERS, allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" },
-      });
-    }
+    const refused = methodRefusal(req.method, url.pathname);
+    if (refused) return refused;
     const a = asset(url.pathname);
     if (a) {
       return new Response(a.bytes, {
@@ -103,10 +129,15 @@ export async function startExplorer(source: ChainSource, options: ExplorerOption
   const index = new ChainIndex(source, options.bounds ?? DEFAULT_BOUNDS);
   await index.sync();
   const claims = new ClaimStates(source);
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: options.port ?? 0, onListen: () => {} },
-    explorerHandler(index, claims, new Codecs(source, options.objects ?? null)),
-  );
+  // Bounded like every other server of ours (PROTOCOL §13.2): a page request has no body, so any declared
+  // body is refused on the head; slow, idle and surplus connections are closed by their deadlines.
+  const server = serveBounded({
+    port: options.port ?? 0,
+    ...(options.limits ? { limits: options.limits } : {}),
+    admit,
+    refusal: (status, _code, message) => plainResponse(status, `${message}\n`),
+    handler: explorerHandler(index, claims, new Codecs(source, options.objects ?? null)),
+  });
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const tick = () => {
@@ -116,14 +147,13 @@ export async function startExplorer(source: ChainSource, options: ExplorerOption
     });
   };
   timer = setTimeout(tick, options.syncMs ?? 1_000);
-  const addr = server.addr as Deno.NetAddr;
   return {
-    url: `http://127.0.0.1:${addr.port}`,
+    url: server.url,
     index,
     async close() {
       stopped = true;
       clearTimeout(timer);
-      await server.shutdown();
+      await server.close();
       await index.sync().catch(() => {});
       source.close();
     },

@@ -6,6 +6,7 @@ import { startExplorer } from "../../explorer/server.ts";
 import { StateSource } from "../../explorer/state_source.ts";
 import { alice, bob, testGenesis } from "../ledger/_fixture.ts";
 import { buildSmallChain, HOSTILE, type SmallChain } from "./_chain.ts";
+import { type Held, hold } from "../faults/_sockets.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -125,6 +126,40 @@ Deno.test("the explorer shows a state file read-only: every page, 400 for malfor
     );
     if (after.includes("state.sqlite-wal")) equal(Deno.statSync(`${dir}/state.sqlite-wal`).size, 0);
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the explorer's connections are bounded: a declared body is refused on its head, a half-sent head gets 408, idle connections are closed, pages are still served", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "explorer-bounds-" });
+  const held: Held[] = [];
+  try {
+    const c = buildSmallChain(dir);
+    const explorer = await startExplorer(StateSource.open(c.path), {
+      port: 0,
+      limits: { headerTimeoutMs: 500, idleTimeoutMs: 1_000, maxConnections: 64 },
+    });
+    try {
+      const port = Number(new URL(explorer.url).port);
+      const withBody = await hold(port, "GET /blocks HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\n");
+      const post = await hold(port, "POST /blocks HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\n");
+      const half = await hold(port, "GET /blocks HTTP/1.1\r\nhost: x\r\nx-half: ");
+      held.push(withBody, post, half);
+      match((await withBody.closed).answer, /^HTTP\/1\.1 413 [^]*the explorer's pages take none/);
+      match((await post.closed).answer, /^HTTP\/1\.1 405 [^]*Cannot POST \/blocks: the explorer is read-only/);
+      match((await half.closed).answer, /^HTTP\/1\.1 408 /);
+      const idle = await Promise.all(Array.from({ length: 100 }, () => hold(port, "")));
+      held.push(...idle);
+      // 100 idle connections past a cap of 64: the oldest make room, the rest close at their deadline.
+      for (const r of await Promise.all(idle.map((h) => h.closed))) equal(r.answer, "");
+      const [status, body] = await get(`${explorer.url}/blocks`);
+      equal(status, 200);
+      match(mainText(body), /Blocks/);
+    } finally {
+      await explorer.close();
+    }
+  } finally {
+    for (const h of held) h.stop();
     await Deno.remove(dir, { recursive: true });
   }
 });
