@@ -146,7 +146,10 @@ Deno.test("the explorer's connections are bounded: a declared body is refused on
       const half = await hold(port, "GET /blocks HTTP/1.1\r\nhost: x\r\nx-half: ");
       held.push(withBody, post, half);
       match((await withBody.closed).answer, /^HTTP\/1\.1 413 [^]*the explorer's pages take none/);
-      match((await post.closed).answer, /^HTTP\/1\.1 405 [^]*Cannot POST \/blocks: the explorer is read-only/);
+      match(
+        (await post.closed).answer,
+        /^HTTP\/1\.1 405 [^]*Cannot POST \/blocks: the explorer is read-only/,
+      );
       match((await half.closed).answer, /^HTTP\/1\.1 408 /);
       const idle = await Promise.all(Array.from({ length: 100 }, () => hold(port, "")));
       held.push(...idle);
