@@ -18,7 +18,7 @@ import { sha256Hex } from "../core/digest.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { blockIndex } from "./model.ts";
 import { type Tensors, writeValue } from "./safetensors.ts";
-import { normSquaredFrom } from "./stage.ts";
+import { normSquared, normSquaredFrom } from "./stage.ts";
 
 /** Which block of a stage a challenge names: a transformer block's index in the stage, or stage 0's head. */
 export type BlockRef = number | "head";
@@ -76,6 +76,24 @@ export function runningNorms(
   return { head, blocks };
 }
 
+/**
+ * The stage's `normSquared` from its running sums: their last value when they add the partition's
+ * components in the partition's own order (blocks only, or stage 0's `embed` first with every other
+ * non-block component before the blocks; the same additions in the same order, so the same bits), else
+ * summed again. Saves the step a second pass over every gradient.
+ */
+export function totalFromRunning(
+  partition: readonly string[],
+  grads: Record<string, Tensors>,
+  norms: { head: number | null; blocks: readonly number[] },
+): number {
+  const first = partition.findIndex((n) => blockIndex(n) >= 0);
+  const blocksLast = first < 0 || partition.slice(first).every((n) => blockIndex(n) >= 0);
+  const headFirst = first === 0 || partition[0] === "embed";
+  if (!blocksLast || !headFirst) return normSquared(partition, grads);
+  return norms.blocks.at(-1) ?? norms.head ?? 0;
+}
+
 /** What a `BoundaryRoots` does besides hashing. */
 export interface BoundaryOptions {
   /** Receives every boundary file with its root (a referee keeps what a challenge will need). */
@@ -130,13 +148,17 @@ export class BoundaryRoots {
     return { embedding: this.embedding, outputs: blocksOf(partition).map((n) => this.outputs.get(n)!) };
   }
 
-  /** The backward part alone: each block's input-gradient root and running sum, and stage 0's head sum. */
+  /**
+   * The backward part alone: each block's input-gradient root and running sum, stage 0's head sum, and the
+   * stage's whole `normSquared` (`total`, from the same pass: `totalFromRunning`).
+   */
   backward(
     partition: readonly string[],
     grads: Record<string, Tensors>,
-  ): { head: string | null; blocks: { gradient_in: string; norm_squared: string }[] } {
+  ): { head: string | null; blocks: { gradient_in: string; norm_squared: string }[]; total: number } {
     const norms = runningNorms(partition, grads);
     return {
+      total: totalFromRunning(partition, grads, norms),
       head: norms.head === null ? null : toHexFloat(norms.head),
       blocks: blocksOf(partition).map((n, i) => ({
         gradient_in: this.gradients.get(n)!,

@@ -206,11 +206,24 @@ function sgd(
     const updated: Tensors = {};
     for (const [t, p] of Object.entries(components[name]!)) {
       const g = grads[name]![t]!.data, data = target(g);
-      for (let i = 0; i < data.length; i++) data[i] = Math.fround(p.data[i]! - Math.fround(eta * g[i]!));
-      assertFinite(data, `updated ${name} ${t}`);
+      if (!sgdInto(data, p.data, g, eta)) assertFinite(data, `updated ${name} ${t}`); // throws at the first
       updated[t] = { shape: [...p.shape], data };
     }
     out[name] = updated;
   }
   return out;
+}
+
+/**
+ * data[i] = fround(w[i] − fround(η·g[i])) for every i (data may be g); true when every new value is finite.
+ * One pass that also checks, in place of a second `assertFinite` pass.
+ */
+function sgdInto(data: Float32Array, w: Float32Array, g: Float32Array, eta: number): boolean {
+  let finite = true;
+  for (let i = 0; i < data.length; i++) {
+    const v = Math.fround(w[i]! - Math.fround(eta * g[i]!));
+    data[i] = v;
+    if (v - v !== 0) finite = false;
+  }
+  return finite;
 }

@@ -35,7 +35,6 @@ import { readValue, type Tensors, writeSafetensors, writeValue } from "./safeten
 import {
   applyUpdate,
   applyUpdateInPlace,
-  normSquared,
   stageBackward,
   type StageForward,
   stageForward,
@@ -152,10 +151,11 @@ export function openStage(setup: StageSetup): OpenStage {
         });
       });
       grads = r.grads;
+      const { total, ...boundaries } = bounds.backward(partition, r.grads); // total: the stage's normSquared
       return {
         gradientIn: r.gradientIn ? writeValue({ shape: act, data: r.gradientIn }) : null,
-        normSquared: normSquared(partition, r.grads),
-        boundaries: bounds.backward(partition, r.grads),
+        normSquared: total,
+        boundaries,
       };
     },
     update(learningRate, scale) {

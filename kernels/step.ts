@@ -27,7 +27,6 @@ import {
   applyUpdate,
   applyUpdateInPlace,
   clipScale,
-  normSquared,
   stageBackward,
   type StageForward,
   stageForward,
@@ -123,8 +122,8 @@ export function trainStep(input: StepInput): StepOutput {
       g = r.gradientIn!;
     }
   }
-  const norms = partitions.map((p, i) => normSquared(p, grads[i]!));
   const backs = partitions.map((p, i) => bounds[i]!.backward(p, grads[i]!));
+  const norms = backs.map((b) => b.total); // each stage's normSquared, from the running sums' pass
   const scale = clipScale(norms, input.clip);
 
   const components: Record<string, Tensors> = { ...model.components };
