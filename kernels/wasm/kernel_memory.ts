@@ -30,6 +30,8 @@ export const ATTENTION_BACKWARD_KERNEL = 3;
 export const VOCAB_EXP_KERNEL = 4;
 /** Index of the head's vocabulary gradient kernel in pool jobs. */
 export const VOCAB_GRADIENT_KERNEL = 5;
+/** Index of the one-row matmul on prepacked panels (`matvec`, decoding one token) in pool jobs. */
+export const MATVEC_KERNEL = 6;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -46,6 +48,7 @@ export interface MatmulExports {
   tile_cols: WebAssembly.Global;
   panel_group: WebAssembly.Global;
   matmul(...args: number[]): void;
+  matvec(...args: number[]): void;
   pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;
 }
 
@@ -96,6 +99,7 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "attention_backward"],
           [softmax, "vocab_exp"],
           [softmax, "vocab_gradient"],
+          [matmul, "matvec"],
         ],
         memory,
         MAX_THREADS - 1,

@@ -24,6 +24,7 @@ import {
   kernelMemory,
   MATMUL_KERNEL,
   type MatmulExports,
+  MATVEC_KERNEL,
   MAX_BYTES,
   residentFloat32,
   scratchBase,
@@ -152,11 +153,17 @@ export function wasmMatmul(
   if (inPlace.a === null) new Float32Array(buf, at.a, M * K).set(a.subarray(0, M * K));
   if (inPlace.b === null) new Float32Array(buf, at.b, K * N).set(b.subarray(0, K * N));
   const aT = layout[0] === "t" ? 1 : 0, bT = layout[1] === "t" ? 1 : 0;
+  // One row on prepacked panels (decoding a token): the matvec, which computes no padding rows; A [1,K] is
+  // the same K contiguous floats whichever its layout.
+  const matvec = M === 1 && packed !== null;
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
+    if (matvec) return [MATVEC_KERNEL, at.a, at.b, at.c, scr, K, N, lo, hi];
     return [MATMUL_KERNEL, at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi, packed === null ? 0 : 1];
   });
-  const run = (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
+  const run = matvec
+    ? (job: readonly number[]) => km.matmul.matvec(...job.slice(1))
+    : (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
   else km.pool.run(jobs, run);
   out.set(new Float32Array(buf, at.c, M * N));

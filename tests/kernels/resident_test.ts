@@ -69,9 +69,19 @@ Deno.test("a resident model generates the same tokens and logits as the same mod
 
 Deno.test("a prepacked resident weight gives the reference's bits as B of y = x·Wᵀ, and is packed per call otherwise", () => {
   const next = rng(83);
-  // N: a multiple of 96, of 12 only, neither; M from one row (decode) to several row tiles; K odd.
+  // N: a multiple of 96, of 12 only, neither; M from one row (decode, the matvec: four panels at a time,
+  // then one, then a partial one; split across threads from 2^18 multiply-adds, with thread ranges that end
+  // between groups of four panels) to several row tiles; K odd.
   for (
-    const [M, K, N] of [[1, 64, 192], [1, 37, 29], [7, 101, 250], [64, 96, 1000], [4, 576, 1536]] as const
+    const [M, K, N] of [
+      [1, 64, 192],
+      [1, 37, 29],
+      [1, 300, 1000],
+      [1, 576, 1536],
+      [7, 101, 250],
+      [64, 96, 1000],
+      [4, 576, 1536],
+    ] as const
   ) {
     const x = adversarial(next, M * K), w = uniform(next, N * K); // w: [N,K]
     const parts = { layer: { w: { shape: [N, K], data: w.slice() } } };
