@@ -14,18 +14,52 @@
  * files.get("norm"); // the bytes of the file whose tensor `weight` is g.weight.data
  * ```
  */
+import type { ModelConfig } from "./config.ts";
+import { EMBED_TENSOR } from "./model.ts";
 import { allocSafetensors, type Tensors, VIEWS_IN_FILES } from "./safetensors.ts";
 
 /** The file buffers of the gradients kept so far, by component name. */
 export class GradientFiles {
   readonly #files = new Map<string, Uint8Array>();
+  readonly #views = new Map<string, Tensors>(); // from `alloc`, until kept
 
   /** True when gradients are kept in file buffers on this host (and the update may run in place). */
   readonly inFiles: boolean = VIEWS_IN_FILES;
 
-  /** Copies `grads` into a new file buffer for component `name` and returns the views of that buffer. */
+  /**
+   * A new file buffer for component `name` with tensors of these shapes, returned as views to compute the
+   * gradient into; `keep` of exactly those views then copies nothing. Only where `inFiles`.
+   */
+  alloc(name: string, shapes: Record<string, readonly number[]>): Tensors {
+    const { bytes, tensors } = allocSafetensors(shapes);
+    this.#files.set(name, bytes);
+    this.#views.set(name, tensors);
+    return tensors;
+  }
+
+  /**
+   * Where the head writes the tied embedding's gradient [V,C]: the view of a new `embed` file (`alloc`;
+   * `stageBackward` then adds the lookup's part into it in place and `keep` copies nothing), or undefined
+   * when gradients are not kept in files (the head makes a new array).
+   */
+  embedView(c: ModelConfig): Float32Array | undefined {
+    if (!this.inFiles) return undefined;
+    return this.alloc("embed", { [EMBED_TENSOR]: [c.vocab_size, c.hidden_size] })[EMBED_TENSOR]!.data;
+  }
+
+  /**
+   * Copies `grads` into a new file buffer for component `name` and returns the views of that buffer; when
+   * `grads` are the views `alloc` gave for `name`, they are already there and are returned as they are.
+   */
   readonly keep = (name: string, grads: Tensors): Tensors => {
     if (!this.inFiles) return grads;
+    const own = this.#views.get(name);
+    this.#views.delete(name);
+    const keys = Object.keys(grads);
+    if (
+      own !== undefined && keys.length === Object.keys(own).length &&
+      keys.every((t) => own[t] !== undefined && own[t].data === grads[t]!.data)
+    ) return own;
     const shapes = Object.fromEntries(Object.entries(grads).map(([t, v]) => [t, v.shape]));
     const { bytes, tensors } = allocSafetensors(shapes);
     for (const [t, v] of Object.entries(tensors)) v.data.set(grads[t]!.data);

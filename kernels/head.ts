@@ -39,7 +39,10 @@ export interface HeadResult {
   readonly dEmbed: Float32Array; // dEmbed: [V,C], the head's part of the tied embedding's gradient
 }
 
-/** hidden [N,C], labels [N] → loss and gradients. */
+/**
+ * hidden [N,C], labels [N] → loss and gradients; `dEmbedOut` [V,C], when given, receives `dEmbed` (the
+ * training step passes the view of the embedding's gradient file, so that gradient is never copied).
+ */
 export function headForwardBackward(
   hidden: Float32Array,
   labels: Int32Array,
@@ -47,13 +50,14 @@ export function headForwardBackward(
   embed: Tensors,
   c: ModelConfig,
   N: number,
+  dEmbedOut?: Float32Array,
 ): HeadResult {
   const C = c.hidden_size, V = c.vocab_size;
   const normW = norm[NORM_TENSOR]!.data, embedW = embed[EMBED_TENSOR]!.data;
   const { y, cache } = rmsnormForward(hidden, normW, N, C, c.rms_norm_eps); // y: [N,C]
   const logits = linearForward(y, embedW, N, C, V); // logits: [N,V]
   const { loss, rowLosses, dz } = crossEntropyForwardBackward(logits, labels, N, V); // dz: [N,V]
-  const lin = linearBackward(dz, y, embedW, N, C, V);
+  const lin = linearBackward(dz, y, embedW, N, C, V, dEmbedOut);
   const nb = rmsnormBackward(lin.dx, normW, cache, N, C);
   return { loss, rowLosses, dHidden: nb.dx, dNorm: nb.dw, dEmbed: lin.dw };
 }

@@ -25,7 +25,10 @@ export function linearForward(
   return y;
 }
 
-/** dy [N,O] → dx [N,I] = dy·W and dW [O,I] = dyᵀ·x (sums over the N positions ascending). */
+/**
+ * dy [N,O] → dx [N,I] = dy·W and dW [O,I] = dyᵀ·x (sums over the N positions ascending). `dwOut`, when
+ * given, is where dW is written (e.g. a view into the file the gradient will be committed in).
+ */
 export function linearBackward(
   dy: Float32Array,
   x: Float32Array,
@@ -33,10 +36,16 @@ export function linearBackward(
   N: number,
   I: number,
   O: number,
+  dwOut?: Float32Array,
 ): { dx: Float32Array; dw: Float32Array } {
+  if (dwOut !== undefined && dwOut.length !== O * I) {
+    throw new RangeError(
+      `Cannot write the weight gradient: it has ${dwOut.length} elements, expected ${O * I}`,
+    );
+  }
   const dx = new Float32Array(N * I); // dx: [N,I]
   matmul(dy, w, dx, N, O, I, "nn");
-  const dw = new Float32Array(O * I); // dw: [O,I]
+  const dw = dwOut ?? new Float32Array(O * I); // dw: [O,I]
   matmul(dy, x, dw, O, N, I, "tn");
   assertFinite(dx, "linear input gradient");
   assertFinite(dw, "linear weight gradient");

@@ -130,6 +130,7 @@ export function openStage(setup: StageSetup): OpenStage {
         components.embed!,
         c,
         B * T,
+        files.embedView(c),
       );
       return { loss: head.loss, headGradient: writeValue({ shape: act, data: head.dHidden }) };
     },

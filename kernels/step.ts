@@ -85,6 +85,12 @@ export function trainStep(input: StepInput): StepOutput {
     x = forwards[i]!.output;
     outputs[i] = put(writeValue({ shape: act, data: x }));
   }
+  // Memory: each component's gradient is copied, as soon as it exists, into the buffer of the file its
+  // updated values will be written to (the tied embedding's, the largest, is computed there directly), and
+  // the update then overwrites it there; block caches and the head's arrays are dropped as they are used.
+  // So a step holds the parameters, one gradient-then-update buffer per component and the activations,
+  // never a separate update or a serialized copy of it.
+  const files = new GradientFiles();
   let head: HeadResult | null = headForwardBackward(
     x!,
     labels,
@@ -92,15 +98,10 @@ export function trainStep(input: StepInput): StepOutput {
     model.components.embed!,
     c,
     B * T,
+    files.embedView(c),
   );
   const headLoss = head.loss;
   const headGradient = put(writeValue({ shape: act, data: head.dHidden }));
-
-  // Memory: each component's gradient is copied, as soon as it exists, into the buffer of the file its
-  // updated values will be written to, and the update then overwrites it there; block caches and the head's
-  // arrays are dropped as they are used. So a step holds the parameters, one gradient-then-update buffer per
-  // component and the activations, never a separate update or a serialized copy of it.
-  const files = new GradientFiles();
 
   const gradientOut: string[] = [];
   const gradientIn: (string | null)[] = [];
