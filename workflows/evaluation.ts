@@ -2,7 +2,8 @@
  * The evaluation lifecycle and the serving decision (PROTOCOL §7): `open → scoring → decided`.
  *
  * `openEvaluation` binds baseline (serving root), candidate (learning root), the cohort and `expires`, with the
- * window layout of the cohort's 32 retention and 32 fresh documents. Each group (side × role) is scored in
+ * window layout of the cohort's retention and fresh documents (32 of each unless the genesis `data` section sets
+ * `evaluation_documents`). Each group (side × role) is scored in
  * order by score claims (`workflows/score.ts`) of ≤ 4 windows; the ledger feeds `score` when one is submitted,
  * `score_settled` with its losses when it settles and `score_failed` when it is rejected or expires.
  * `finish` applies the integer gate (`workflows/gate.ts`); a tick past `expires` fails the evaluation.
@@ -27,7 +28,7 @@ import type { WorkflowParams } from "./params.ts";
 import { documentLoss, FRESH_MARGIN, type GateResult, groupGate, microQ, RETENTION_MARGIN } from "./gate.ts";
 import { scoredProblem, WINDOWS_PER_SCORE } from "./score.ts";
 
-/** Paired documents per evaluation role. */
+/** Paired documents per evaluation role unless the genesis `data.evaluation_documents` sets another count. */
 export const EVAL_DOCUMENTS = 32;
 /** Most windows per evaluation document. */
 export const WINDOWS_PER_DOCUMENT = 4;
@@ -102,7 +103,12 @@ export type OpenInput = {
   layout: Layout;
 };
 
-function layoutProblem(windows: readonly number[]): string | null {
+/** The documents a checked layout's windows belong to (the last window's document + 1). */
+export function layoutDocuments(windows: readonly number[]): number {
+  return windows.length === 0 ? 0 : windows[windows.length - 1]! + 1;
+}
+
+function layoutProblem(windows: readonly number[], documents: number): string | null {
   let count = 0;
   for (let i = 0; i < windows.length; i++) {
     const doc = windows[i]!;
@@ -112,17 +118,24 @@ function layoutProblem(windows: readonly number[]): string | null {
     else return `window ${i} belongs to document ${doc} after document ${prev}`;
     if (count > WINDOWS_PER_DOCUMENT) return `document ${doc} has more than ${WINDOWS_PER_DOCUMENT} windows`;
   }
-  const docs = windows.length === 0 ? 0 : windows[windows.length - 1]! + 1;
-  return docs === EVAL_DOCUMENTS ? null : `${docs} documents, expected ${EVAL_DOCUMENTS}`;
+  const docs = layoutDocuments(windows);
+  return docs === documents ? null : `${docs} documents, expected ${documents}`;
 }
 
-/** Creates the `open` state: `expires = H + evaluation_blocks`. */
-export function openEvaluation(input: OpenInput, env: MachineEnv<WorkflowParams>): Step<EvaluationState> {
+/**
+ * Creates the `open` state: `expires = H + evaluation_blocks`; each role's layout must cover exactly
+ * `documents` documents (the chain's evaluation documents per role).
+ */
+export function openEvaluation(
+  input: OpenInput,
+  env: MachineEnv<WorkflowParams>,
+  documents: number = EVAL_DOCUMENTS,
+): Step<EvaluationState> {
   if (![input.id, input.baseline, input.candidate, input.data_root].every(isRoot)) {
     return reject("bad_request", "Cannot open evaluation: a root is not 64 lowercase hex");
   }
   for (const role of ["retention", "fresh"] as const) {
-    const problem = layoutProblem(input.layout[role]);
+    const problem = layoutProblem(input.layout[role], documents);
     if (problem !== null) {
       return reject("bad_request", `Cannot open evaluation: ${role} layout has ${problem}`);
     }
@@ -152,7 +165,10 @@ export function decide(layout: Layout, groups: { readonly [G in GroupName]: Grou
   gate: { retention: GateResult; fresh: GateResult };
 } {
   const qs = (group: Group, windows: readonly number[]) => {
-    const docs: { loss: number; targets: number }[][] = Array.from({ length: EVAL_DOCUMENTS }, () => []);
+    const docs: { loss: number; targets: number }[][] = Array.from(
+      { length: layoutDocuments(windows) },
+      () => [],
+    );
     windows.forEach((doc, i) =>
       docs[doc]!.push({ loss: fromHexFloat(group.losses[i]!), targets: group.targets[i]! })
     );

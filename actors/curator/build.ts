@@ -45,6 +45,8 @@ export interface DataFacts {
   readonly tokenizer_root: string;
   readonly cursors: Readonly<Record<string, number>>;
   readonly consumed: ConsumedIndex;
+  /** Retention and fresh documents the chain wants per cohort (default 32 each). */
+  readonly evaluation_documents?: number;
 }
 
 /** What building needs. */
@@ -72,8 +74,8 @@ export interface BuiltCohort {
 export function buildCohort(input: BuildInput): BuiltCohort {
   const { facts, codec, windows } = input;
   const want: Record<DocumentRole, number> = {
-    retention: RETENTION_DOCUMENTS,
-    fresh: FRESH_DOCUMENTS,
+    retention: facts.evaluation_documents ?? RETENTION_DOCUMENTS,
+    fresh: facts.evaluation_documents ?? FRESH_DOCUMENTS,
     train: Math.min(Math.max(1, input.train), MAX_TRAIN_DOCUMENTS),
   };
   const entries: CohortEntry[] = [];
@@ -128,15 +130,16 @@ export function buildCohort(input: BuildInput): BuiltCohort {
     if (end > start) cohortWindows.push({ source: spec.name, start, end });
   }
   if (want.retention > 0 || want.fresh > 0 || entries.every((e) => e.role !== "train")) {
+    const wanted = facts.evaluation_documents ?? RETENTION_DOCUMENTS;
     const have = (r: DocumentRole) => entries.filter((e) => e.role === r).length;
     throw new ProtocolError(
       "invalid_proposal",
       `Cannot build a cohort: the collected documents give ${have("retention")} retention, ${
         have("fresh")
       } fresh ` +
-        `and ${
-          have("train")
-        } train documents, expected ${RETENTION_DOCUMENTS}, ${FRESH_DOCUMENTS} and at least 1; collect more`,
+        `and ${have("train")} train documents, expected ${wanted}, ${
+          facts.evaluation_documents ?? FRESH_DOCUMENTS
+        } and at least 1; collect more`,
     );
   }
   const document = buildCohortDocument({

@@ -25,6 +25,8 @@ export interface ChainFacts extends JsonObject {
   config: { vocab_size: number; max_position_embeddings: number };
   /** The pending proposal's id, or null. */
   proposal: string | null;
+  /** Retention and fresh documents a cohort must carry (absent in facts journaled before the node said: 32). */
+  evaluation_documents?: number;
 }
 
 /** Which of the asked ids and roots were consumed. */
@@ -55,6 +57,8 @@ export interface ProposalView extends JsonObject {
 interface DataPart {
   data_root: string;
   cursors: Record<string, number>;
+  /** Absent on a node from before the count was a genesis field (32). */
+  evaluation_documents?: number;
   proposal: string | null;
   cohort: { data_root: string; proposal: string } | null;
 }
@@ -101,6 +105,9 @@ export class RpcCuratorChain implements CuratorChain {
         max_position_embeddings: Number(config.max_position_embeddings),
       },
       proposal: data.proposal,
+      ...(typeof data.evaluation_documents === "number"
+        ? { evaluation_documents: data.evaluation_documents }
+        : {}),
     };
   }
 

@@ -162,6 +162,9 @@ export async function reviewProposal(input: ReviewInput): Promise<ReviewReport> 
       cursors: facts.cursors,
       config: facts.config,
       consumed: input.consumed,
+      ...(facts.evaluation_documents === undefined
+        ? {}
+        : { evaluation_documents: facts.evaluation_documents }),
     });
     if (!checked.ok) {
       const named = /documents\[(\d+)\]/.exec(checked.message);

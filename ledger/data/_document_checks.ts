@@ -20,7 +20,10 @@ export const MAX_COHORT_WINDOWS = 8;
 export const MAX_WINDOW_ROWS = 4_096;
 /** Batches (windows) per document. */
 export const MAX_DOCUMENT_BATCHES = 4;
-/** Exact evaluation documents per group and the train document bounds. */
+/**
+ * Evaluation documents per group unless the genesis sets `data.evaluation_documents`, and the train document
+ * bounds.
+ */
 export const RETENTION_DOCUMENTS = 32;
 export const FRESH_DOCUMENTS = 32;
 export const MIN_TRAIN_DOCUMENTS = 1;
@@ -201,12 +204,14 @@ export function checkEntries(
   }
   const count = (role: DocumentRole) => value.filter((d) => (d as CohortEntry).role === role).length;
   const [r, f, t] = [count("retention"), count("fresh"), count("train")];
-  if (
-    r !== RETENTION_DOCUMENTS || f !== FRESH_DOCUMENTS || t < MIN_TRAIN_DOCUMENTS || t > MAX_TRAIN_DOCUMENTS
-  ) {
+  const want = {
+    retention: ctx.evaluation_documents ?? RETENTION_DOCUMENTS,
+    fresh: ctx.evaluation_documents ?? FRESH_DOCUMENTS,
+  };
+  if (r !== want.retention || f !== want.fresh || t < MIN_TRAIN_DOCUMENTS || t > MAX_TRAIN_DOCUMENTS) {
     return refuse(
       "wrong_document_count",
-      `${r} retention, ${f} fresh and ${t} train documents, expected ${RETENTION_DOCUMENTS}, ${FRESH_DOCUMENTS} and ` +
+      `${r} retention, ${f} fresh and ${t} train documents, expected ${want.retention}, ${want.fresh} and ` +
         `${MIN_TRAIN_DOCUMENTS}-${MAX_TRAIN_DOCUMENTS}`,
     );
   }

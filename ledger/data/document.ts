@@ -91,6 +91,8 @@ export interface CohortContext {
   /** The genesis model's config (vocabulary and positions bound the batches). */
   readonly config: Pick<ModelConfig, "vocab_size" | "max_position_embeddings">;
   readonly consumed: ConsumedIndex;
+  /** Retention and fresh documents the cohort must carry (the chain's `evaluation_documents`; default 32). */
+  readonly evaluation_documents?: number;
 }
 
 /** A document that passed every check, with what activation needs. */

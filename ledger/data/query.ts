@@ -11,7 +11,7 @@ import { isRoot } from "../../core/hex.ts";
 import type { LedgerView } from "../state/accessors.ts";
 import { trainingView } from "../training/store.ts";
 import { cohortPosition } from "./schedule.ts";
-import { type Cohort, dataView } from "./store.ts";
+import { type Cohort, dataView, evaluationDocuments } from "./store.ts";
 import type {
   CohortAnswer,
   ConsumedAnswer,
@@ -44,6 +44,7 @@ export function dataLifecycleAnswer(view: LedgerView): DataLifecycleAnswer | nul
   return {
     data_root: l.data_root,
     cursors: { ...l.cursors },
+    evaluation_documents: evaluationDocuments(l),
     proposal: l.proposal,
     cohort: c === null ? null : cohortAnswer(view, c),
   };

@@ -37,6 +37,16 @@ export interface DataLifecycle {
   readonly pool: readonly string[] | null;
   readonly training_blocks: number;
   readonly tokenizer_root: string;
+  /**
+   * Retention and fresh documents every cohort carries, when the genesis set them (absent on chains whose
+   * genesis did not, which keeps their state and app hash unchanged: 32 each).
+   */
+  readonly evaluation_documents?: number;
+}
+
+/** The retention and fresh documents per cohort of a chain (32 each unless its genesis set the count). */
+export function evaluationDocuments(l: DataLifecycle): number {
+  return l.evaluation_documents ?? 32;
 }
 
 /** Where an activated cohort stands: `training` until its last scheduled step settles or its deadline closes it. */
@@ -180,5 +190,6 @@ export function initData(state: LedgerWriter, setup: DataSetup | null): void {
     pool: null,
     training_blocks: setup.training_blocks,
     tokenizer_root: setup.tokenizer_root,
+    ...(setup.evaluation_documents === undefined ? {} : { evaluation_documents: setup.evaluation_documents }),
   });
 }

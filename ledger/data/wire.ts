@@ -56,11 +56,13 @@ export interface CohortAnswer extends JsonObject {
 
 /**
  * The `data` part of `GET /lifecycle` (null on a chain without a data lifecycle): the data root, each source's
- * cursor, the pending proposal id and the latest cohort.
+ * cursor, the retention and fresh documents every cohort carries, the pending proposal id and the latest cohort.
  */
 export interface DataLifecycleAnswer extends JsonObject {
   data_root: string;
   cursors: Record<string, number>;
+  /** Retention and fresh documents per cohort (genesis `data.evaluation_documents`, 32 when absent). */
+  evaluation_documents: number;
   proposal: string | null;
   cohort: CohortAnswer | null;
 }

@@ -10,15 +10,18 @@
 import type { JsonObject, JsonValue } from "../../core/canonical.ts";
 import { fromHexFloat, toHexFloat } from "../../core/hex_float.ts";
 import { isRoot } from "../../core/hex.ts";
-import { EVAL_DOCUMENTS, GROUPS } from "../../workflows/evaluation.ts";
+import { EVAL_DOCUMENTS, GROUPS, layoutDocuments } from "../../workflows/evaluation.ts";
 import { documentLoss, microQ } from "../../workflows/gate.ts";
 import type { LedgerView } from "../state/accessors.ts";
 import { type EvaluationRun, type EvaluationView, evaluationView } from "./store.ts";
 import { ROLES, SIDES } from "./wire.ts";
 
-/** `S / n` as an exact decimal string (n = 32 divides 10^5 · 2^0 · 5^5, so 5 decimals are exact). */
+/**
+ * `S / n` as a decimal string of at most 5 decimals (exact for every allowed n: 2, 4, 8, 16 or 32 divide
+ * 10^5 = 2^5 · 5^5).
+ */
 export function meanChange(s: bigint, n = BigInt(EVAL_DOCUMENTS)): string {
-  const scaled = s * 100_000n / n; // exact for n = 32
+  const scaled = s * 100_000n / n; // exact for n dividing 32
   const sign = scaled < 0n ? "-" : "";
   const a = scaled < 0n ? -scaled : scaled;
   const frac = (a % 100_000n).toString().padStart(5, "0").replace(/0+$/, "");
@@ -28,7 +31,10 @@ export function meanChange(s: bigint, n = BigInt(EVAL_DOCUMENTS)): string {
 function documents(run: EvaluationRun, side: "baseline" | "candidate", role: "retention" | "fresh") {
   const g = run.state.groups[`${side}_${role}`];
   const layout = run.state.layout[role];
-  const docs: { loss: number; targets: number }[][] = Array.from({ length: EVAL_DOCUMENTS }, () => []);
+  const docs: { loss: number; targets: number }[][] = Array.from(
+    { length: layoutDocuments(layout) },
+    () => [],
+  );
   g.losses.forEach((l, i) => docs[layout[i]!]!.push({ loss: fromHexFloat(l), targets: g.targets[i]! }));
   return docs.map((w) => {
     if (w.length === 0) return null;
@@ -91,8 +97,8 @@ function runAnswer(w: EvaluationView, run: EvaluationRun): JsonObject {
       const r = s.gate?.[role];
       gate[role] = r === undefined ? null : {
         ...r,
-        n: EVAL_DOCUMENTS,
-        mean_change_micronats: meanChange(BigInt(r.S)),
+        n: layoutDocuments(s.layout[role]),
+        mean_change_micronats: meanChange(BigInt(r.S), BigInt(layoutDocuments(s.layout[role]))),
         baseline: documents(run, "baseline", role),
         candidate: documents(run, "candidate", role),
       };

@@ -13,7 +13,7 @@ import { configFromJson } from "../../kernels/config.ts";
 import { proposeData } from "../../workflows/cohort.ts";
 import { advanceProposal, electorateAt } from "../data/advance.ts";
 import { checkCohortProposal } from "../data/document.ts";
-import { dataWriter } from "../data/store.ts";
+import { dataWriter, evaluationDocuments } from "../data/store.ts";
 import { DATA_TX_FIELDS } from "../data/wire.ts";
 import { applyMoves } from "../training/moves.ts";
 import { trainingWriter } from "../training/store.ts";
@@ -45,6 +45,7 @@ export const proposeDataKind: TrainingKind = {
       cursors: l.cursors,
       config: configFromJson(model.config),
       consumed: d.consumed(),
+      evaluation_documents: evaluationDocuments(l),
     });
     if (!checked.ok) return checked;
     const c = checked.value;

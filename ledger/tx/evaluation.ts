@@ -12,7 +12,7 @@ import { id } from "../../core/digest.ts";
 import { reject } from "../../core/errors.ts";
 import { type GroupName, type Layout, openEvaluation } from "../../workflows/evaluation.ts";
 import { openScore, WINDOWS_PER_SCORE } from "../../workflows/score.ts";
-import { dataWriter } from "../data/store.ts";
+import { dataWriter, evaluationDocuments } from "../data/store.ts";
 import { advanceEvaluation } from "../evaluation/advance.ts";
 import { checkScoreTx } from "../evaluation/check.ts";
 import { assignedWindows } from "../evaluation/dispute.ts";
@@ -70,13 +70,17 @@ export const openEvaluationTx: TrainingKind = {
         windows[doc.role].push(b);
       }
     }
-    const step = openEvaluation({
-      id: txid,
-      baseline: l.serving_root,
-      candidate: l.learning_root,
-      data_root: cohort.data_root,
-      layout: layout as Layout,
-    }, env);
+    const step = openEvaluation(
+      {
+        id: txid,
+        baseline: l.serving_root,
+        candidate: l.learning_root,
+        data_root: cohort.data_root,
+        layout: layout as Layout,
+      },
+      env,
+      evaluationDocuments(dl),
+    );
     if (!step.ok) return step;
     const w = evaluationWriter(state);
     w.setRun({

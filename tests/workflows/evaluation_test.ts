@@ -237,3 +237,42 @@ Deno.test("an evaluation past expires fails without promotion, from open or scor
 Deno.test("every declared evaluation edge is exercised by these tests", () => {
   assert.deepEqual(cov.missing(), []);
 });
+
+Deno.test("an evaluation of 8 documents per role (genesis evaluation_documents 8) opens only on 8-document layouts and gates 8 pairs", () => {
+  const eight = Array.from({ length: 8 }, (_, i) => i);
+  const input = { ...INPUT, layout: { retention: eight, fresh: eight } };
+  const refused = openEvaluation(INPUT, env(100), 8);
+  assert.deepEqual(refused.ok ? "ok" : [refused.code, refused.message], [
+    "bad_request",
+    "Cannot open evaluation: retention layout has 32 documents, expected 8",
+  ]);
+  const wrong = openEvaluation(input, env(100));
+  assert.equal(
+    wrong.ok ? "ok" : wrong.message,
+    "Cannot open evaluation: retention layout has 8 documents, expected 32",
+  );
+  const r = openEvaluation(input, env(100), 8);
+  assert.ok(r.ok);
+  let s = r.state;
+  for (const [side, loss] of [["baseline", 2.0], ["candidate", 1.9]] as const) {
+    for (const role of ["retention", "fresh"] as const) {
+      for (const offset of [0, 4]) {
+        const claim_id = root(++claims);
+        s = cov.ok(s, { type: "score", claim_id, side, role, offset, windows: 4 }, env(200));
+        s = cov.ok(s, {
+          type: "score_settled",
+          claim_id,
+          losses: [0, 1, 2, 3].map(() => toHexFloat(loss)),
+          targets: [64, 64, 64, 64],
+        }, env(201));
+      }
+    }
+  }
+  const d = cov.ok(s, { type: "finish" }, env(300));
+  if (d.status !== "decided") throw new Error(d.status);
+  // d = q(1.9) - q(2.0) = -100001 per document: S = 8d, Q = 0, G = (m - 2)·8 - S.
+  assert.deepEqual([d.promoted, d.gate], [true, {
+    retention: { pass: true, S: "-800008", Q: "0", G: "959992" },
+    fresh: { pass: true, S: "-800008", Q: "0", G: "791992" },
+  }]);
+});

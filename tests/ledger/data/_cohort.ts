@@ -1,6 +1,7 @@
 /**
  * Builds valid cohort documents for tests: two pinned sources (a `train` JSON Lines source and a `retention`
- * Parquet source), 32 retention documents, 32 fresh documents (held-out ids of the train source) and `train`
+ * Parquet source), 32 retention documents, 32 fresh documents (held-out ids of the train source; `evaluation`
+ * of each when given) and `train`
  * train documents, each with one one-row batch whose labels are the next tokens. Ids and tokens derive from
  * `salt`, so two cohorts with different salts share nothing.
  */
@@ -46,6 +47,8 @@ export interface CohortOptions {
   readonly salt: string;
   /** Train documents (default 8). */
   readonly train?: number;
+  /** Retention and fresh documents (default 32 of each, the genesis default). */
+  readonly evaluation?: number;
   /** Row length of train batches (default 8) and of evaluation batches (default 6). */
   readonly trainLength?: number;
   readonly evalLength?: number;
@@ -103,10 +106,13 @@ export function testCohort(
       omitted_targets: 0,
     });
   };
-  for (const d of ids(o.salt, "retention", "any", 32)) {
+  const evaluation = o.evaluation ?? 32;
+  for (const d of ids(o.salt, "retention", "any", evaluation)) {
     add(d, "chat-retention", "retention", o.evalLength ?? 6);
   }
-  for (const d of ids(o.salt, "fresh", "evaluation", 32)) add(d, "chat-train", "fresh", o.evalLength ?? 6);
+  for (const d of ids(o.salt, "fresh", "evaluation", evaluation)) {
+    add(d, "chat-train", "fresh", o.evalLength ?? 6);
+  }
   for (const d of ids(o.salt, "train", "training", train)) add(d, "chat-train", "train", o.trainLength ?? 8);
   edit?.(entries, batches);
   const windows = SOURCES.map((s) => ({

@@ -13,11 +13,12 @@ import { SOURCES, type TestCohort, testCohort } from "./_cohort.ts";
 export const voters: AccountKey[] = [0, 1, 2, 3].map((i) => keyFromSeed((0xe0 + i).toString(16).repeat(32)));
 
 /** The genesis data section of the tests. */
-export function dataSection(trainingBlocks = 60): JsonObject {
+export function dataSection(trainingBlocks = 60, evaluationDocuments?: number): JsonObject {
   return {
     sources: SOURCES as unknown as JsonObject[],
     cursors: { "chat-retention": 0, "chat-train": 0 },
     training_blocks: trainingBlocks,
+    ...(evaluationDocuments === undefined ? {} : { evaluation_documents: evaluationDocuments }),
   };
 }
 
@@ -33,6 +34,8 @@ export function dataNet(
     params?: JsonObject;
     consensus?: JsonObject;
     trainingBlocks?: number;
+    /** The genesis `data.evaluation_documents` (absent by default: 32). */
+    evaluationDocuments?: number;
     path?: string;
   } = {},
 ): Net {
@@ -42,7 +45,7 @@ export function dataNet(
     ownerBalance: 10_000_000,
     params: opts.params ?? {},
     consensus: opts.consensus ?? {},
-    data: dataSection(opts.trainingBlocks),
+    data: dataSection(opts.trainingBlocks, opts.evaluationDocuments),
   });
 }
 
@@ -55,7 +58,7 @@ export function dataFacts(net: Net): JsonObject {
 export function nextCohort(
   net: Net,
   salt: string,
-  opts: { train?: number } = {},
+  opts: { train?: number; evaluation?: number } = {},
   edit?: Parameters<typeof testCohort>[1],
 ): TestCohort {
   const d = dataFacts(net);

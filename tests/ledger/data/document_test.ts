@@ -158,6 +158,18 @@ Deno.test("a different tokenizer root is codec_mismatch and a stale previous is 
   );
 });
 
+Deno.test("a context with evaluation_documents 8 wants exactly 8 retention and 8 fresh documents", () => {
+  const ctx = context({ evaluation_documents: 8 });
+  const of = (n: number) =>
+    testCohort({ previous: DATA_ROOT, tokenizer_root: CODEC, cursors: CURSORS, salt: "s8", evaluation: n });
+  assertEquals([code(of(8), ctx), code(of(32), ctx), code(of(4), ctx), code(of(8))], [
+    "ok",
+    "wrong_document_count",
+    "wrong_document_count",
+    "wrong_document_count",
+  ]);
+});
+
 Deno.test("31 retention documents, no train document or 129 are wrong_document_count", () => {
   assertEquals(
     code(cohort((e) => e.splice(e.findIndex((d) => d.role === "retention"), 1))),

@@ -37,10 +37,39 @@ Deno.test("a data section pins sources, cursors and the training deadline; its i
   assert.equal(net.lifecycle().batches, 0);
 });
 
+Deno.test("data.evaluation_documents sets the retention and fresh documents of every cohort; absent, the state is as before", () => {
+  const g = parseGenesis(genesis(withData(dataSection(60, 8))));
+  assert.equal(g.data?.evaluation_documents, 8);
+  assert.equal(g.data?.data_root, id(dataSection(60, 8)));
+  assert.equal(parseGenesis(genesis()).data?.evaluation_documents, undefined);
+  const eight = new Net({ data: dataSection(60, 8) });
+  assert.equal((eight.lifecycle().data as JsonObject).evaluation_documents, 8);
+  const plain = new Net({ data: dataSection() });
+  assert.equal((plain.lifecycle().data as JsonObject).evaluation_documents, 32);
+  // A genesis without the field stores the lifecycle it always did: no new key in the state.
+  const stored = plain.app.store.get("data", "lifecycle") as JsonObject;
+  assert.equal(Object.hasOwn(stored, "evaluation_documents"), false);
+});
+
 Deno.test("a malformed data section is refused, naming the problem", () => {
   const d = dataSection();
   const cases: [JsonObject, string][] = [
-    [{ ...d, extra: 1 }, "data is not {sources, cursors, training_blocks}"],
+    [
+      { ...d, extra: 1 },
+      "data is not {sources, cursors, training_blocks} with an optional evaluation_documents",
+    ],
+    [{ ...d, evaluation_documents: 0 }, "data.evaluation_documents is 0, expected one of 2, 4, 8, 16, 32"],
+    [{ ...d, evaluation_documents: 1 }, "data.evaluation_documents is 1, expected one of 2, 4, 8, 16, 32"],
+    [{ ...d, evaluation_documents: 12 }, "data.evaluation_documents is 12, expected one of 2, 4, 8, 16, 32"],
+    [{ ...d, evaluation_documents: 64 }, "data.evaluation_documents is 64, expected one of 2, 4, 8, 16, 32"],
+    [
+      { ...d, evaluation_documents: "8" },
+      'data.evaluation_documents is "8", expected one of 2, 4, 8, 16, 32',
+    ],
+    [
+      { ...d, evaluation_documents: null },
+      "data.evaluation_documents is null, expected one of 2, 4, 8, 16, 32",
+    ],
     [{ ...d, sources: [] }, "data.sources is not a list of 1-64 source specs"],
     [
       { ...d, sources: [SOURCES[0]!, SOURCES[0]!] as never, cursors: { "chat-retention": 0 } },

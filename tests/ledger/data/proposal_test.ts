@@ -142,6 +142,29 @@ Deno.test("each rejected document has its own code and leaves the app hash uncha
   net.ok(proposeTx(net, at(cursors)));
 });
 
+Deno.test("on a chain whose genesis sets evaluation_documents 8, a cohort of 32 of each is wrong_document_count and one of 8 is accepted", () => {
+  const net = dataNet({ evaluationDocuments: 8 });
+  for (const n of [32, 7, 9]) {
+    const message = net.rejects(
+      proposeTx(net, nextCohort(net, `n${n}`, { evaluation: n })),
+      "wrong_document_count",
+    );
+    assert.match(
+      message,
+      new RegExp(
+        `^Cannot propose data: ${n} retention, ${n} fresh and 8 train documents, expected 8, 8 and 1-128$`,
+      ),
+    );
+  }
+  assert.equal(dataFacts(net).proposal, null);
+  const eight = proposeTx(net, nextCohort(net, "eight", { evaluation: 8 }));
+  net.ok(eight);
+  assert.equal(dataFacts(net).proposal, net.id(eight));
+  // The default chain (no evaluation_documents) still wants 32 of each.
+  const plain = dataNet();
+  plain.rejects(proposeTx(plain, nextCohort(plain, "p", { evaluation: 8 })), "wrong_document_count");
+});
+
 Deno.test("a proposer that cannot lock the bond is refused and keeps its nonce", () => {
   const net = dataNet();
   const poor = voters[3]!;

@@ -75,6 +75,7 @@ Deno.test("/lifecycle, /data, /data/proposal, /data/consumed and /batch show the
     assert.deepEqual(l.data, {
       data_root: cohort.root,
       cursors: Object.fromEntries(cohort.document.windows.map((w) => [w.source, w.end])),
+      evaluation_documents: 32,
       proposal: null,
       cohort: shown as never,
     });
