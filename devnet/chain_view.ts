@@ -56,6 +56,9 @@ export interface ScannedTx {
 }
 
 /** Reads a validator's RPC. */
+/** Block reads a scan keeps in flight at once (the validator's RPC serves them concurrently). */
+const SCAN_CONCURRENCY = 16;
+
 export class ChainView {
   readonly url: string;
   /** Blocks already scanned, by height (committed blocks never change). */
@@ -95,34 +98,42 @@ export class ChainView {
     return isObject(b) && typeof b.app_hash === "string" ? b.app_hash : null;
   }
 
-  /** Every transaction of blocks 1..height (scanned once each). */
+  /**
+   * Every transaction of blocks 1..height (each block read once, `SCAN_CONCURRENCY` reads in flight: a
+   * devnet of 250 ms blocks has thousands of them by its summary).
+   */
   async transactions(height: number): Promise<ScannedTx[]> {
-    const out: ScannedTx[] = [];
-    for (let h = 1; h <= height; h++) {
-      let txs = this.#txs.get(h);
-      if (!txs) {
-        const b = await this.get(`/block?height=${h}`);
-        if (!isObject(b) || !isObject(b.block)) throw new Error(`Cannot read block ${h} from ${this.url}`);
-        const envelopes = (b.block.txs ?? []) as JsonObject[];
-        const results = (b.results ?? []) as JsonObject[];
-        txs = envelopes.map((e, i) => {
-          const body = e.body as JsonObject;
-          const r = results[i] ?? {};
-          return {
-            height: h,
-            kind: String(body.kind),
-            sender: String(e.public_key),
-            ok: r.ok === true,
-            code: typeof r.code === "string" ? r.code : null,
-            body,
-            txid: id({ body, public_key: e.public_key ?? null }),
-          };
-        });
-        this.#txs.set(h, txs);
-      }
-      out.push(...txs);
+    const missing: number[] = [];
+    for (let h = 1; h <= height; h++) if (!this.#txs.has(h)) missing.push(h);
+    for (let i = 0; i < missing.length; i += SCAN_CONCURRENCY) {
+      await Promise.all(missing.slice(i, i + SCAN_CONCURRENCY).map((h) => this.#scan(h)));
     }
+    const out: ScannedTx[] = [];
+    for (let h = 1; h <= height; h++) out.push(...this.#txs.get(h)!);
     return out;
+  }
+
+  async #scan(h: number): Promise<void> {
+    const b = await this.get(`/block?height=${h}`);
+    if (!isObject(b) || !isObject(b.block)) throw new Error(`Cannot read block ${h} from ${this.url}`);
+    const envelopes = (b.block.txs ?? []) as JsonObject[];
+    const results = (b.results ?? []) as JsonObject[];
+    this.#txs.set(
+      h,
+      envelopes.map((e, i) => {
+        const body = e.body as JsonObject;
+        const r = results[i] ?? {};
+        return {
+          height: h,
+          kind: String(body.kind),
+          sender: String(e.public_key),
+          ok: r.ok === true,
+          code: typeof r.code === "string" ? r.code : null,
+          body,
+          txid: id({ body, public_key: e.public_key ?? null }),
+        };
+      }),
+    );
   }
 
   /** Every accepted claim on the chain up to `height`, oldest first, with its outcome. */

@@ -48,8 +48,8 @@ export interface DevnetBuildOptions {
   readonly validators?: number;
   readonly workers?: number;
   /**
-   * Proposer block interval in ms (default 1,000: a step settles in about 15 s, and the challenge window of
-   * `DEVNET_BUILD_PARAMS` leaves the referee seconds to replay a claim even on a loaded machine).
+   * Proposer block interval in ms (default `DEVNET_BLOCK_INTERVAL_MS`, 250: the challenge window of
+   * `DEVNET_BUILD_PARAMS` is then 8 s, and a step settles in about 10 s).
    */
   readonly blockIntervalMs?: number;
   /** Scheduled training steps of every cohort (genesis `params.steps_per_cohort`; default 64). */
@@ -81,17 +81,25 @@ export interface DevnetLayout {
   readonly accounts: Record<string, string>;
 }
 
+/** The devnet proposer's block interval in ms: short blocks, so the windows below are seconds. */
+export const DEVNET_BLOCK_INTERVAL_MS = 250;
+
 /**
- * The devnet's parameters beyond `DEVNET_PARAMS`: a 20-block challenge window (20 s), so a referee on a
- * loaded 2-core machine, replaying every stage of four score claims committed in one block, still challenges a
- * forged one in time (with 12 blocks one was seen missed under a load average of 35); inference requests live
- * at least 24 blocks (they must outlive the window); an evaluation has an hour of blocks.
+ * The devnet's parameters beyond `DEVNET_PARAMS`, for 250 ms blocks: a 32-block challenge window (8 s), so a
+ * referee that replays every stage of the four score claims committed in one block still challenges a forged
+ * one in time (at light load it does within about 2 s); the other windows keep DEVNET_PARAMS' wall times
+ * for 1 s blocks (4 blocks a second): a lease of 160 blocks (40 s), availability 80 (20 s), a claim's life 480
+ * (2 min), a proposal's 240 (1 min); inference requests live at least 96 blocks (they must outlive the
+ * window), at most 800; an evaluation has 3,600 blocks (15 min; 5 rounds of one window each).
  */
 export const DEVNET_BUILD_PARAMS = {
-  challenge_blocks: 20,
-  min_inference_blocks: 24,
-  // An evaluation (33 scores in 8 rounds of one challenge window each) must not expire on a loaded machine:
-  // with DEVNET_PARAMS' 600 blocks one was seen decided "expired" under a load average of 35.
+  challenge_blocks: 32,
+  lease_blocks: 160,
+  availability_blocks: 80,
+  max_claim_blocks: 480,
+  proposal_blocks: 240,
+  min_inference_blocks: 96,
+  max_inference_blocks: 800,
   evaluation_blocks: 3_600,
 } as const;
 
@@ -220,7 +228,7 @@ export async function ensureDevnet(
     out: staging,
     validators: options.validators ?? 4,
     time: DEVNET_GENESIS_TIME,
-    blockIntervalMs: options.blockIntervalMs ?? 1_000,
+    blockIntervalMs: options.blockIntervalMs ?? DEVNET_BLOCK_INTERVAL_MS,
     accounts,
     ...trainingFields(contents, sources),
     params: { ...DEVNET_BUILD_PARAMS, steps_per_cohort: options.stepsPerCohort ?? DEVNET_STEPS_PER_COHORT },

@@ -12,8 +12,10 @@ import { type Explorer, startExplorer } from "../explorer/server.ts";
 import { StateSource } from "../explorer/state_source.ts";
 import { runSmollm2Devnet, SMOLLM2_GGUF } from "./_devnet_smollm2.ts";
 
-/** Scheduled steps of each devnet cohort unless `--steps` says otherwise. */
-const DEFAULT_STEPS = 5;
+/** Scheduled steps of each devnet cohort unless `--steps` says otherwise (epoch 2 replays floor(4/4) = 1). */
+const DEFAULT_STEPS = 4;
+/** Whole epochs the devnet runs unless `--epochs` says otherwise. */
+const DEFAULT_EPOCHS = 2;
 
 const HELP =
   `deno task devnet [--epochs N] [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer] [--engine E]
@@ -25,7 +27,8 @@ providers and a client), then start every role as its own process (logs in DIR/l
 Epoch 1: the curator collects and proposes a cohort, the validators review it and vote it in; the sponsor
 trains its N steps, one of them first computed by a worker started with --forge optimizer, which the referee
 challenges and the chain rejects with the slash (the step is then trained again); the evaluator scores the
-cohort's candidate against the serving root, one score computed by a worker started with --forge score, which
+cohort's candidate against the serving root (8 retention and 8 fresh documents, each scored under both
+models in score claims of 4 windows), one score computed by a worker started with --forge score, which
 the referee gets rejected, and the ledger's integer gate decides whether the serving root moves. Then a client
 buys paid answers, one from a provider started with --forge token, which the referee gets refuted. Epoch 2
 (and every later one) admits another cohort, whose schedule replays a quarter of its steps from the previous
@@ -39,9 +42,9 @@ Run it again after it was killed at any moment: it resumes from the journals and
 same final state. A finished devnet prints its summary again.
 
 Options:
-  --epochs N    whole epochs to run, 1 to 6 (the pinned sources hold 6 cohorts; default 1; a resumed
+  --epochs N    whole epochs to run, 1 to 6 (the pinned sources hold 6 cohorts; default 2; a resumed
                 scenario keeps its first value)
-  --steps N     scheduled training steps of each cohort, 1 to 64 (default 5; fixed when the devnet is
+  --steps N     scheduled training steps of each cohort, 1 to 64 (default 4; fixed when the devnet is
                 built: a built devnet keeps its value, --reset to change it)
   --no-forge    no forged step, score or answer
   --reset       delete DIR first and build a new devnet
@@ -144,7 +147,7 @@ async function main(): Promise<void> {
     return;
   }
   const steps = integerOption(values.steps, "steps", { fallback: DEFAULT_STEPS, max: 64 });
-  const epochs = integerOption(values.epochs, "epochs", { fallback: 1, max: 6 });
+  const epochs = integerOption(values.epochs, "epochs", { fallback: DEFAULT_EPOCHS, max: 6 });
   const engine = values.engine ?? "embedded";
   if (engine !== "embedded" && engine !== "cometbft") {
     throw new UsageError(`--engine is ${engine}, expected embedded or cometbft`);

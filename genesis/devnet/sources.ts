@@ -30,16 +30,22 @@ import { DEVNET_TOKENIZER_ROWS } from "./codec.ts";
 import { devnetRows, GENERATOR_VERSION } from "./generator.ts";
 
 /**
- * Rows of each devnet source: a cohort takes 32 retention and 32 fresh documents that fit one window (about 70
- * rows of each source) and 128 train documents (about 145 rows), so the sources hold enough for 6 epochs.
+ * Rows of each devnet source: a cohort takes 8 retention and 8 fresh documents that fit one window (about 18
+ * rows of each source) and 128 train documents (about 145 rows), so the sources hold enough for 6 epochs
+ * (192 evaluation rows each: fewer rows to screen at the first collect).
  */
-export const DEVNET_SOURCE_ROWS = { train: 1024, retention: 512, fresh: 512 } as const;
+export const DEVNET_SOURCE_ROWS = { train: 1024, retention: 192, fresh: 192 } as const;
 /**
  * The Curator's and the reviewers' window settings on the devnet: one window of 48 tokens of context and 32
- * of response per document, so each evaluation group is exactly 32 windows (8 scores) and an evaluation
- * takes about a minute.
+ * of response per document, so each evaluation group is exactly `DEVNET_EVALUATION_DOCUMENTS` windows.
  */
 export const DEVNET_CURATOR_WINDOWS: WindowOptions = { context: 48, response: 32, maxWindows: 1 };
+/**
+ * Retention and fresh documents of every devnet cohort (genesis `data.evaluation_documents`): 8 of each, so an
+ * evaluation is 2 scores of 4 windows per group (2 rounds of one challenge window) instead of the protocol
+ * default's 8, and the gate still tests 8 paired documents per group.
+ */
+export const DEVNET_EVALUATION_DOCUMENTS = 8;
 /** Blocks an activated devnet cohort has to finish its schedule. */
 export const DEVNET_TRAINING_BLOCKS = 100_000;
 /** Scheduled steps of a devnet cohort (the profile's most, so `--steps` has room). */
@@ -90,6 +96,7 @@ export function devnetDataSection(files: readonly SourceFile[]): JsonObject {
     sources: files.map((f) => ({ ...f.spec })),
     cursors: Object.fromEntries(files.map((f) => [f.spec.name, 0])),
     training_blocks: DEVNET_TRAINING_BLOCKS,
+    evaluation_documents: DEVNET_EVALUATION_DOCUMENTS,
   };
 }
 

@@ -29,6 +29,7 @@ import { Corpus } from "../../actors/curator/corpus.ts";
 import { screenTranche, usableRow } from "../../actors/curator/screen.ts";
 import {
   DEVNET_CURATOR_WINDOWS,
+  DEVNET_EVALUATION_DOCUMENTS,
   DEVNET_STEPS_PER_COHORT,
   devnetDataSection,
   devnetSourceFiles,
@@ -91,6 +92,7 @@ export async function devnetCohort(): Promise<DevnetCohort> {
       tokenizer_root: codec.root,
       cursors: {},
       consumed: NOTHING_CONSUMED,
+      evaluation_documents: DEVNET_EVALUATION_DOCUMENTS,
     },
     codec,
     windows: DEVNET_CURATOR_WINDOWS,

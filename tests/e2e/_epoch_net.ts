@@ -43,6 +43,8 @@ export const EPOCH_MODEL: ModelConfig = {
 
 /** Steps each cohort schedules in the epoch network (a shortened epoch). */
 export const EPOCH_STEPS = 2;
+/** Retention and fresh documents of each cohort (genesis `data.evaluation_documents`): 2 scores per group. */
+export const EPOCH_EVALUATION_DOCUMENTS = 8;
 
 /** A running epoch network. */
 export interface EpochNet {
@@ -98,6 +100,8 @@ export async function buildEpochTemplate(
       sources: config.sources.map((s) => ({ ...s.spec })) as unknown as JsonValue[],
       cursors: Object.fromEntries(config.sources.map((s) => [s.spec.name, 0])),
       training_blocks: 10_000,
+      // 8 retention and 8 fresh documents a cohort: an evaluation of 8 scores, not 32.
+      evaluation_documents: EPOCH_EVALUATION_DOCUMENTS,
     },
     params: {
       proposal_blocks: 400,

@@ -2,6 +2,7 @@ import { deepStrictEqual as assertEquals, equal } from "node:assert/strict";
 import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../workflows/params.ts";
 import { DEVNET_FUNDING } from "../../genesis/devnet_builder.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
+import { DEVNET_EVALUATION_DOCUMENTS } from "../../genesis/devnet/sources.ts";
 import type { DevnetSummary } from "../../devnet/summary.ts";
 import {
   devnetSchedule,
@@ -32,6 +33,11 @@ const P = DEVNET_PARAMS;
  */
 const REFEREE_TXS = 28;
 const GENESIS_ROOT = devnetContents().model.root;
+/**
+ * Settled scores of one devnet evaluation: 4 groups of `DEVNET_EVALUATION_DOCUMENTS` one-window documents, 4
+ * windows a score (the forging epoch's evaluator submits one more, the forged score).
+ */
+const SCORES = 4 * DEVNET_EVALUATION_DOCUMENTS / 4;
 /** The first cohort's schedule, computed in-process from the pinned source files. */
 const SCHEDULE = await devnetSchedule();
 /** The summary's keys, exactly (issue 14 item 4). */
@@ -77,7 +83,7 @@ async function checkEpochOne(s: DevnetSummary, cohortSteps: number): Promise<{ s
   const shown = (g: ExpectedGate | null) => g && { S: g.S, Q: g.Q, G: g.G, passed: g.passed };
   assertEquals(
     [ev.reason, ev.decision, shown(ev.retention), shown(ev.fresh), ev.settled_scores, e1.serving_root_after],
-    ["gate", gate.promoted ? "promote" : "keep", gate.retention, gate.fresh, 32, served],
+    ["gate", gate.promoted ? "promote" : "keep", gate.retention, gate.fresh, SCORES, served],
   );
   // Paid inference after epoch 1: two answers from the provider, one from the forging provider whose first
   // response the referee got refuted (its bond slashed) and whose honest retry settled.
@@ -139,16 +145,16 @@ function checkBalances(s: DevnetSummary, settled: number, scores: number, evalua
   assertEquals(balance.curator, DEVNET_FUNDING.curator - s.epochs.length * P.fee);
 }
 
-Deno.test("deno task devnet --epochs 1 --steps 3: a whole epoch with a forged step and a forged score rejected, the gate's decision, paid answers with a forged one refuted, every validator agreeing", async () => {
+Deno.test("deno task devnet --epochs 1 --steps 1: a whole epoch with a forged step and a forged score rejected, the gate's decision, paid answers with a forged one refuted, every validator agreeing", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "devnet-e2e-" });
   try {
-    const run = await runDevnet(`${tmp}/devnet`, ["--epochs", "1", "--steps", "3"], { viaTask: true });
+    const run = await runDevnet(`${tmp}/devnet`, ["--epochs", "1", "--steps", "1"], { viaTask: true });
     equal(run.code, 0, run.stderr.slice(-30).join("\n"));
     const s = run.summary!;
     equal(s.epochs.length, 1);
-    await checkEpochOne(s, 3);
-    checkBalances(s, 3, 33, 1);
-    equal(run.stderr.some((l) => /^\[forge\] step 2 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
+    await checkEpochOne(s, 1);
+    checkBalances(s, 1, SCORES + 1, 1);
+    equal(run.stderr.some((l) => /^\[forge\] step 1 claim height=\d+ loss=\d+\.\d{4}$/.test(l)), true);
     equal(
       run.stderr.some((l) =>
         /referee challenge .* stage 1: fraud \(optimizer update, block 0 update\)/.test(l)
@@ -191,11 +197,11 @@ Deno.test({
       equal(e2.cohort.data_root !== s.epochs[0]!.cohort.data_root, true);
       equal(e2.cohort.activated_height > s.epochs[0]!.cohort.activated_height, true);
       const ev = e2.evaluation!;
-      assertEquals([ev.reason, ev.settled_scores], ["gate", 32]);
+      assertEquals([ev.reason, ev.settled_scores], ["gate", SCORES]);
       // Epoch 2's baseline is what epoch 1 left serving; its decision moves the serving root or keeps it.
       equal(e2.serving_root_after === served || ev.decision === "promote", true);
       equal(s.rejected.filter((r) => r.epoch === 2).length, 0);
-      checkBalances(s, 8, 33 + 32, 2);
+      checkBalances(s, 8, 2 * SCORES + 1, 2);
     } finally {
       await killLeftovers(`${tmp}/devnet`);
       await Deno.remove(tmp, { recursive: true });
@@ -220,7 +226,7 @@ Deno.test({
       equal(resumed.code, 0, resumed.stderr.slice(-30).join("\n"));
       equal(await liveChildren(dir), 0);
       await checkEpochOne(resumed.summary!, 1);
-      checkBalances(resumed.summary!, 1, 33, 1);
+      checkBalances(resumed.summary!, 1, SCORES + 1, 1);
     } finally {
       await killLeftovers(dir);
       await Deno.remove(tmp, { recursive: true });
@@ -229,7 +235,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "the full devnet scenario (2 epochs of 5-step cohorts) survives a SIGKILL in every phase",
+  name: "the full default devnet scenario (2 epochs of 4-step cohorts) survives a SIGKILL in every phase",
   ignore: SLOW,
   async fn() {
     const tmp = await Deno.makeTempDir({ prefix: "devnet-slow-" });
@@ -238,13 +244,13 @@ Deno.test({
       for (
         const at of [
           /^\[e1 honest\] step 2 claim/,
-          /^\[e1 forge\] step 4 update/,
+          /^\[e1 forge\] step 3 update/,
           /^\[e1 after\] referee challenge/,
-          /^\[e1 after\] step 5 open/,
+          /^\[e1 after\] step 4 open/,
           /^\[e1 evaluate\] scored/,
           /^\[e1 evaluate\] referee challenge/,
           /^\[inference\] asking/,
-          /^\[e2 honest\] step 7 claim/,
+          /^\[e2 honest\] step 6 claim/,
           /^\[e2 evaluate\] finish/,
         ]
       ) {
@@ -253,8 +259,8 @@ Deno.test({
       }
       const last = await runDevnet(dir, ["--epochs", "2"]);
       equal(last.code, 0, last.stderr.slice(-30).join("\n"));
-      await checkEpochOne(last.summary!, 5);
-      checkBalances(last.summary!, 10, 33 + 32, 2);
+      await checkEpochOne(last.summary!, 4);
+      checkBalances(last.summary!, 8, 2 * SCORES + 1, 2);
       equal(await liveChildren(dir), 0);
     } finally {
       await killLeftovers(dir);

@@ -15,12 +15,16 @@ import { utcDay } from "../../actors/epoch/daily_budget.ts";
 import { configFromJson } from "../../kernels/config.ts";
 import {
   buildEpochTemplate,
+  EPOCH_EVALUATION_DOCUMENTS,
   EPOCH_MODEL,
   EPOCH_STEPS,
   runArgs,
   runEpoch,
   startEpochNet,
 } from "./_epoch_net.ts";
+
+/** Scores of one evaluation: 4 groups of one-window documents, 4 windows a score. */
+const SCORES = 4 * EPOCH_EVALUATION_DOCUMENTS / 4;
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -87,12 +91,12 @@ Deno.test({
       assert.equal(evaluation.serving_root, lc.serving_root);
       assert.equal(lc.serving_root, d.promoted ? decided.candidate : decided.baseline);
       const scores = decided.scores as JsonObject[];
-      assert.equal(scores.length, 32);
+      assert.equal(scores.length, SCORES);
       assert.ok(scores.every((s) => s.status === "settled"));
       // The cost is the fees of every transaction the account sent (bonds all came back): propose, grow,
-      // 2 × reserve and claim, open, 32 scores, finish.
+      // 2 × reserve and claim, open, 8 scores, finish.
       const account = await net.chain.account(net.accounts.controller!);
-      assert.equal(account.nonce, 1 + 1 + 2 * EPOCH_STEPS + 1 + 32 + 1);
+      assert.equal(account.nonce, 1 + 1 + 2 * EPOCH_STEPS + 1 + SCORES + 1);
       assert.equal(report.cost, account.nonce * DEVNET_PARAMS.fee);
       assert.equal(report.balance_before, 1_000 * ATOMS_PER_NEURO);
       assert.equal(report.balance_after, account.balance);

@@ -8,6 +8,7 @@ import { loadKeyFile } from "../../ledger/keys.ts";
 import { genesisId, parseGenesis } from "../../genesis/schema.ts";
 import { devnetContents } from "../../genesis/devnet/contents.ts";
 import {
+  DEVNET_BLOCK_INTERVAL_MS,
   DEVNET_BUILD_PARAMS,
   DEVNET_FUNDING,
   DEVNET_GENESIS_TIME,
@@ -38,8 +39,10 @@ Deno.test("the devnet build writes a data-lifecycle genesis, funded 0600 keys, t
     assertEquals([g.genesis_time, g.params, g.consensus.block_interval_ms], [
       DEVNET_GENESIS_TIME,
       { ...DEVNET_PARAMS, ...DEVNET_BUILD_PARAMS, steps_per_cohort: 7 },
-      1_000,
+      DEVNET_BLOCK_INTERVAL_MS,
     ]);
+    // 8 retention and 8 fresh documents a cohort (the genesis default is 32 of each).
+    assertEquals(g.data!.evaluation_documents, 8);
     assertEquals(g.training!.root, contents.model.root);
     assertEquals([g.training!.learning_rate, g.training!.clip], [contents.learningRate, contents.clip]);
     // No genesis batches: the devnet trains on admitted cohorts over its pinned sources.
