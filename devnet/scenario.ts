@@ -213,6 +213,27 @@ async function forgedClaimRefuted(run: DevnetRun, claimId: string): Promise<void
   }
 }
 
+/**
+ * Fails the scenario, naming the reason, unless the forged score (the first score of the candidate's retention
+ * windows 0-3, which the forger computes) was rejected: a forgery the referee missed would have moved the
+ * gate's measurements, and the epoch's decision would not be the honest one.
+ */
+function forgedScoreRefuted(run: DevnetRun, evaluation: JsonObject): void {
+  const scores = (evaluation.scores ?? []) as {
+    side: string;
+    role: string;
+    offset: number;
+    status: string;
+  }[];
+  const first = scores.find((x) => x.side === "candidate" && x.role === "retention" && x.offset === 0);
+  if (first?.status === "rejected") return;
+  throw new Error(
+    `Cannot finish the devnet scenario: the forged score (candidate retention windows 0-3) was ${
+      first?.status ?? "never submitted"
+    }, not rejected (the referee did not challenge it within the challenge window; see ${run.sup.logs}/referee.log)`,
+  );
+}
+
 /** The journaled step after the training phases of the current epoch. */
 function trained(s: Scenario): Scenario {
   return { ...s, phase: "evaluate" };
@@ -277,7 +298,7 @@ export async function runEpoch(run: DevnetRun, epoch: number): Promise<void> {
       run.forger = "score";
     }
     const workersFile = forging ? net.evaluateWorkersFile : net.workersFile;
-    await runEvaluationPhase({
+    const decided = await runEvaluationPhase({
       sup: run.sup,
       layout,
       rpc: net.rpc,
@@ -286,6 +307,7 @@ export async function runEpoch(run: DevnetRun, epoch: number): Promise<void> {
       signal,
       label: phaseLabel(s),
     });
+    if (forging) forgedScoreRefuted(run, decided);
     await run.journal(afterEvaluation(s));
     return;
   }
@@ -399,13 +421,21 @@ export async function runScenario(
   return await collectSummary(layout, net.urls, current, engine);
 }
 
-/** Builds the devnet if needed (its cohorts scheduling `steps` steps) and opens it. */
+/**
+ * Builds the devnet if needed (its cohorts scheduling `steps` steps, its challenge window `challengeBlocks`
+ * blocks) and opens it; a built devnet keeps the values it was built with.
+ */
 export async function prepareDevnet(
   dir: string,
   say: (line: string) => void,
   steps?: number,
+  challengeBlocks?: number,
 ): Promise<DevnetLayout> {
-  const layout = await ensureDevnet({ dir, ...(steps === undefined ? {} : { stepsPerCohort: steps }) }, say);
+  const layout = await ensureDevnet({
+    dir,
+    ...(steps === undefined ? {} : { stepsPerCohort: steps }),
+    ...(challengeBlocks === undefined ? {} : { challengeBlocks }),
+  }, say);
   say(`${layout.built ? "built" : "using"} the devnet at ${layout.dir} (genesis ${layout.genesisId})`);
   return layout;
 }

@@ -54,6 +54,8 @@ export interface DevnetBuildOptions {
   readonly blockIntervalMs?: number;
   /** Scheduled training steps of every cohort (genesis `params.steps_per_cohort`; default 64). */
   readonly stepsPerCohort?: number;
+  /** The challenge window in blocks (genesis `params.challenge_blocks`; default `DEVNET_BUILD_PARAMS`' 48). */
+  readonly challengeBlocks?: number;
 }
 
 /** The actor homes and files of a built devnet. */
@@ -232,7 +234,11 @@ export async function ensureDevnet(
     blockIntervalMs: options.blockIntervalMs ?? DEVNET_BLOCK_INTERVAL_MS,
     accounts,
     ...trainingFields(contents, sources),
-    params: { ...DEVNET_BUILD_PARAMS, steps_per_cohort: options.stepsPerCohort ?? DEVNET_STEPS_PER_COHORT },
+    params: {
+      ...DEVNET_BUILD_PARAMS,
+      steps_per_cohort: options.stepsPerCohort ?? DEVNET_STEPS_PER_COHORT,
+      challenge_blocks: options.challengeBlocks ?? DEVNET_BUILD_PARAMS.challenge_blocks,
+    },
   });
   // Every operator keeps its own copy of the raw files: the Curator to collect, each validator to review.
   await writeDevnetSources(`${staging}/sources`, sources);

@@ -7,7 +7,7 @@ import { integerOption, parse, runTask, UsageError } from "./_cli.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { installedTool } from "../ledger/abci/cometbft_pin.ts";
 import { cometHomeOf, writeCometConfigs, writeCometHomes } from "../ledger/abci/comet_home.ts";
-import type { DevnetLayout } from "../genesis/devnet_builder.ts";
+import { DEVNET_BUILD_PARAMS, type DevnetLayout } from "../genesis/devnet_builder.ts";
 import { type Explorer, startExplorer } from "../explorer/server.ts";
 import { StateSource } from "../explorer/state_source.ts";
 import { runSmollm2Devnet, SMOLLM2_GGUF } from "./_devnet_smollm2.ts";
@@ -18,7 +18,7 @@ const DEFAULT_STEPS = 4;
 const DEFAULT_EPOCHS = 2;
 
 const HELP =
-  `deno task devnet [--epochs N] [--steps N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer] [--engine E]
+  `deno task devnet [--epochs N] [--steps N] [--challenge-blocks N] [--no-forge] [--reset] [--json] [--dir DIR] [--explorer] [--engine E]
 
 Build the devnet under DIR if it has no genesis yet (train the devnet tokenizer from the bundled generator,
 initialise the devnet model, write the genesis with cohorts of N scheduled steps over the pinned sources,
@@ -46,6 +46,10 @@ Options:
                 scenario keeps its first value)
   --steps N     scheduled training steps of each cohort, 1 to 64 (default 4; fixed when the devnet is
                 built: a built devnet keeps its value, --reset to change it)
+  --challenge-blocks N
+                a claim's challenge window in blocks of 250 ms, 8 to 400 (default 48, 12 s; fixed when the
+                devnet is built like --steps). A referee must replay a forged claim within it: on a machine
+                busy with other work give it more (the default test suite builds with 80, 20 s)
   --no-forge    no forged step, score or answer
   --reset       delete DIR first and build a new devnet
   --json        print the summary as one JSON object on stdout (progress goes to stderr): validators_agree,
@@ -107,6 +111,7 @@ async function main(): Promise<void> {
   const { values, positionals } = parse(Deno.args, {
     epochs: { type: "string" },
     steps: { type: "string" },
+    "challenge-blocks": { type: "string" },
     "no-forge": { type: "boolean" },
     reset: { type: "boolean" },
     json: { type: "boolean" },
@@ -127,7 +132,7 @@ async function main(): Promise<void> {
     throw new UsageError("--gguf goes with --model smollm2");
   }
   if (model === "smollm2") {
-    for (const flag of ["steps", "no-forge", "engine", "explorer"] as const) {
+    for (const flag of ["steps", "challenge-blocks", "no-forge", "engine", "explorer"] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} does not go with --model smollm2`);
     }
     const dir = (values.dir ?? ".neuroshard/devnet-smollm2").replace(/\/+$/, "");
@@ -148,6 +153,11 @@ async function main(): Promise<void> {
   }
   const steps = integerOption(values.steps, "steps", { fallback: DEFAULT_STEPS, max: 64 });
   const epochs = integerOption(values.epochs, "epochs", { fallback: DEFAULT_EPOCHS, max: 6 });
+  const challengeBlocks = integerOption(values["challenge-blocks"], "challenge-blocks", {
+    fallback: DEVNET_BUILD_PARAMS.challenge_blocks,
+    min: 8,
+    max: 400,
+  });
   const engine = values.engine ?? "embedded";
   if (engine !== "embedded" && engine !== "cometbft") {
     throw new UsageError(`--engine is ${engine}, expected embedded or cometbft`);
@@ -165,7 +175,7 @@ async function main(): Promise<void> {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     });
   }
-  const layout = await prepareDevnet(dir, say, steps);
+  const layout = await prepareDevnet(dir, say, steps, challengeBlocks);
   if (engine === "cometbft") await prepareComet(layout, say);
   const sup = await Supervisor.open(layout.dir);
   const stop = new RunAbort(sup, say);

@@ -160,8 +160,15 @@ export interface DevnetRun {
 }
 
 /**
- * Runs `deno run tasks/devnet.ts --json --dir DIR ...args` (or `deno task devnet` with `viaTask`); with
- * `killAt`, SIGKILLs the devnet process when a progress line matches it.
+ * The challenge window the tests build their devnets with: 80 blocks (20 s) instead of the default 48 (12 s),
+ * since the suite runs them beside other tests on 2 cores and a referee must replay a forged claim in time
+ * (under a load average of 40 one missed a 12 s window).
+ */
+export const TEST_CHALLENGE = ["--challenge-blocks", "80"] as const;
+
+/**
+ * Runs `deno run tasks/devnet.ts --json --dir DIR ...TEST_CHALLENGE ...args` (or `deno task devnet` with
+ * `viaTask`); with `killAt`, SIGKILLs the devnet process when a progress line matches it.
  */
 export async function runDevnet(
   dir: string,
@@ -170,8 +177,8 @@ export async function runDevnet(
 ): Promise<DevnetRun> {
   const flags = ["--allow-read", "--allow-write", "--allow-env", "--allow-net=127.0.0.1", "--allow-run"];
   const cmd = options.viaTask
-    ? ["task", "devnet", "--dir", dir, "--json", ...args]
-    : ["run", ...flags, "tasks/devnet.ts", "--dir", dir, "--json", ...args];
+    ? ["task", "devnet", "--dir", dir, "--json", ...TEST_CHALLENGE, ...args]
+    : ["run", ...flags, "tasks/devnet.ts", "--dir", dir, "--json", ...TEST_CHALLENGE, ...args];
   const child = new Deno.Command(Deno.execPath(), { args: cmd, cwd: ROOT, stdout: "piped", stderr: "piped" })
     .spawn();
   const stderr: string[] = [];

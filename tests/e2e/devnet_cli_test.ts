@@ -1,5 +1,5 @@
 import { deepStrictEqual as assertEquals, equal, match } from "node:assert/strict";
-import { killLeftovers, liveChildren, runDevnet } from "./_devnet.ts";
+import { killLeftovers, liveChildren, runDevnet, TEST_CHALLENGE } from "./_devnet.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -15,7 +15,17 @@ async function devnet(args: string[]): Promise<{ code: number; out: string; err:
 Deno.test("deno task devnet --help names every option; bad options exit 2 and build nothing", async () => {
   const help = await devnet(["--help"]);
   equal(help.code, 0);
-  for (const o of ["--epochs N", "--steps N", "--no-forge", "--reset", "--json", "--dir DIR"]) {
+  for (
+    const o of [
+      "--epochs N",
+      "--steps N",
+      "--challenge-blocks N",
+      "--no-forge",
+      "--reset",
+      "--json",
+      "--dir DIR",
+    ]
+  ) {
     match(help.out, new RegExp(o));
   }
   const tmp = await Deno.makeTempDir();
@@ -23,6 +33,11 @@ Deno.test("deno task devnet --help names every option; bad options exit 2 and bu
     for (
       const [args, message] of [
         [["--steps", "0"], "error: --steps is 0, expected an integer from 1 to 64"],
+        [["--challenge-blocks", "7"], "error: --challenge-blocks is 7, expected an integer from 8 to 400"],
+        [
+          ["--challenge-blocks", "401"],
+          "error: --challenge-blocks is 401, expected an integer from 8 to 400",
+        ],
         [["--epochs", "0"], "error: --epochs is 0, expected an integer from 1 to 6"],
         [["--steps", "two"], "error: --steps is two, expected an integer from 1 to 64"],
         [["--fast"], "error: Unknown option '--fast'"],
@@ -53,6 +68,7 @@ Deno.test("SIGINT stops the devnet and every process it started (exit 130); --re
         "1",
         "--steps",
         "1",
+        ...TEST_CHALLENGE,
         "--no-forge",
       ],
       cwd: ROOT,
@@ -81,6 +97,9 @@ Deno.test("SIGINT stops the devnet and every process it started (exit 130); --re
     const again = await runDevnet(dir, ["--reset", "--epochs", "1", "--steps", "1", "--no-forge"]);
     equal(again.code, 0, again.stderr.slice(-20).join("\n"));
     equal(again.stderr.some((l) => l.startsWith("built the devnet")), true);
+    // Built with the tests' --challenge-blocks 80 (the default is 48).
+    const genesis = JSON.parse(Deno.readTextFileSync(`${dir}/genesis.json`));
+    assertEquals([genesis.params.challenge_blocks, genesis.consensus.block_interval_ms], [80, 250]);
     const steps = again.summary!.epochs.flatMap((e) => e.steps);
     assertEquals([steps.map((c) => c.outcome), again.summary!.validators_agree, again.summary!.rejected], [
       ["settled"],

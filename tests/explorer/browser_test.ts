@@ -11,7 +11,7 @@ import { deepStrictEqual as assertEquals, equal, match } from "node:assert/stric
 import { DatabaseSync } from "node:sqlite";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import type { DevnetSummary } from "../../devnet/summary.ts";
-import { killLeftovers, liveChildren } from "../e2e/_devnet.ts";
+import { killLeftovers, liveChildren, TEST_CHALLENGE } from "../e2e/_devnet.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -78,6 +78,7 @@ async function devnetWithExplorer(dir: string): Promise<{
       "1",
       "--steps",
       "1",
+      ...TEST_CHALLENGE,
       "--json",
       "--explorer",
     ],
