@@ -111,11 +111,13 @@ Deno.test({
         [1, "decided", false, cohort.data_root, { settled: 2, steps: 2 }],
       );
       assert.deepEqual(s.losses, steps.map((x) => x.loss));
+      // Each group's settled scores: 8 one-window documents, 4 windows a score.
+      const perGroup = EPOCH_EVALUATION_DOCUMENTS / 4;
       assert.deepEqual((s.evaluation as JsonObject).groups, {
-        baseline_fresh: 8,
-        baseline_retention: 8,
-        candidate_fresh: 8,
-        candidate_retention: 8,
+        baseline_fresh: perGroup,
+        baseline_retention: perGroup,
+        candidate_fresh: perGroup,
+        candidate_retention: perGroup,
       });
       assert.deepEqual(s.decision, { outcome: report.outcome, reason: report.reason });
       const history = await runEpoch(["history", "--home", net.home, "--json"]);
