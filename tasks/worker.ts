@@ -19,7 +19,8 @@ Options:
   --home DIR        worker directory (created if missing)
   --port N          port on 127.0.0.1 (default 0: any free port, printed at start)
   --forge MODE      dishonest worker for tests and demos: flip one bit of the updated component
-                    (optimizer), of the forward output (forward) or of the gradient sent back (backward),
+                    (optimizer), of the output of the stage's block n/2 rounded down (forward: the last of
+                    one or two blocks, block 2 of 3), or of the gradient sent back (backward),
                     or report the losses of a group's first score windows halved (score)
 ${SERVER_FLAG_HELP}
   -h, --help        show this help`;

@@ -110,15 +110,12 @@ export function workerActor(deps: WorkerDeps) {
         const inRoot = rootOrNull(p.input.input, "input", o.stage === 0);
         if ((inRoot === null) !== (o.stage === 0)) throw bad("Cannot compute: only stage 0 has no input");
         const stage = await cache.ensure(o, "forward", {});
-        let out = stage.forward(inRoot === null ? null : await cache.bytes(inRoot, "input activation"));
+        const out = stage.forward(inRoot === null ? null : await cache.bytes(inRoot, "input activation"));
         const b = stage.forwardBoundaries();
         cache.mark(o, "forward");
-        if (forge === "forward") out = flipFirstElement(out);
+        // A `--forge forward` worker's stage changed one block's output as it ran (its cache's boundary hook):
+        // the blocks after it ran on the changed values, so the record stays graph-consistent.
         const output = await store.put(out);
-        // The stage's output is its last block's (or, without blocks, the embedding's): a forged output is
-        // committed as that block's too, so the record stays graph-consistent.
-        if (b.outputs.length > 0) b.outputs[b.outputs.length - 1] = output;
-        else b.embedding = output;
         return { output, embedding: b.embedding, outputs: b.outputs };
       },
       async head(ctx: OperationContext, input: JsonValue) {

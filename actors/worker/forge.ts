@@ -1,8 +1,9 @@
 /**
  * Dishonest workers for tests and demos (`--forge optimizer|forward|backward|score`): each of the first three
  * flips the lowest mantissa bit of one float32 in one committed file — the first element of an updated
- * component, of the forward output, or of the gradient sent back (on stage 0, which sends no gradient, the
- * last bit of the committed squared norm). Everything downstream uses the forged bytes, so the record stays
+ * component, of the output of the stage's block ⌊n/2⌋ (of its n blocks: the last of one or two, block 2 of
+ * 3; on a stage without blocks, the embedding's), or of the gradient sent back (on stage 0, which sends no
+ * gradient, the last bit of the committed squared norm). Everything downstream uses the forged bytes, so the record stays
  * graph-consistent and only a replay of the forger's stage can tell. `score` reports every window loss of a
  * score head at offset 0 (a group's first windows) halved — a better-looking model that only the head
  * referee can tell; later windows are scored honestly.
@@ -15,6 +16,7 @@
  */
 import { ProtocolError } from "../../core/errors.ts";
 import { fromHexFloat, toHexFloat } from "../../core/hex_float.ts";
+import { blocksOf } from "../../kernels/boundary.ts";
 
 /** What a forger perturbs. */
 export type Forge = "optimizer" | "forward" | "backward" | "score";
@@ -45,6 +47,18 @@ export function flipFirstElement(bytes: Uint8Array): Uint8Array {
   const out = bytes.slice();
   out[at] = out[at]! ^ 1;
   return out;
+}
+
+/** The component whose output `--forge forward` flips: block ⌊n/2⌋ of the stage's n blocks, else `embed`. */
+export function forwardTarget(partition: readonly string[]): string {
+  const blocks = blocksOf(partition);
+  return blocks[Math.floor(blocks.length / 2)] ?? "embed";
+}
+
+/** Flips the lowest mantissa bit of the first float32 of an activation, in place. */
+export function flipFirstFloat(y: Float32Array): void {
+  const bits = new Uint32Array(y.buffer, y.byteOffset, 1);
+  bits[0] = bits[0]! ^ 1;
 }
 
 /** A float64 hex float nudged to its next representable value. */

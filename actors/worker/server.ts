@@ -31,7 +31,7 @@ import { serve } from "../runtime/transport.ts";
 import type { ServerLimits } from "../../core/bounded_server.ts";
 import { REQUIRES, workerActor } from "./actor.ts";
 import { recorded } from "./journaled.ts";
-import type { Forge } from "./forge.ts";
+import { flipFirstFloat, type Forge, forwardTarget } from "./forge.ts";
 import { operationOf, type Position, POSITIONS } from "./session.ts";
 import { StageCache } from "./stage_cache.ts";
 
@@ -64,7 +64,16 @@ function rootParam(url: URL): string {
 /** Opens the home, re-executes unfinished operations, and serves the API. */
 export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const home = await openHome(options.home);
-  const cache = new StageCache(home.store);
+  // A `--forge forward` worker changes the output of one block of its stage as it runs (`forwardTarget`).
+  const cache = new StageCache(
+    home.store,
+    options.forge === "forward"
+      ? (open) => {
+        const target = forwardTarget(open.partition);
+        return { forge: { output: (name, y) => name === target ? flipFirstFloat(y) : undefined } };
+      }
+      : undefined,
+  );
   const actor = await DurableActor.open(home.journal, workerActor({ home, forge: options.forge, cache }));
   const ctx = { operation: (op: string) => home.journal.operation(op), state: () => null };
   const server = serve({

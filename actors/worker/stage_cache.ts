@@ -13,6 +13,7 @@
 import { canonicalBytes, type JsonValue } from "../../core/canonical.ts";
 import type { ObjectStore } from "../../core/object_store.ts";
 import { RetryableError } from "../../core/errors.ts";
+import type { BoundaryOptions } from "../../kernels/boundary.ts";
 import { type OpenStage, openStage } from "../../kernels/stage_io.ts";
 import type { OpenSession, Position } from "./session.ts";
 
@@ -41,7 +42,14 @@ export class StageCache {
   /** Kernel phases run since the process started. */
   readonly computations: Computations = { forward: 0, head: 0, backward: 0, update: 0, score_head: 0 };
 
-  constructor(readonly store: ObjectStore) {}
+  /**
+   * `boundaries` gives the block-boundary options of a session's stage (the `--forge forward` worker's hook
+   * that changes one block's output); none by default.
+   */
+  constructor(
+    readonly store: ObjectStore,
+    private readonly boundaries?: (open: OpenSession) => BoundaryOptions | undefined,
+  ) {}
 
   /**
    * The session's stage, opened from its components in the store. A missing component is a `RetryableError`
@@ -63,7 +71,13 @@ export class StageCache {
     }
     await this.store.put(canonicalBytes(open.batch as unknown as JsonValue));
     const entry = {
-      stage: openStage({ config: open.config, partition: open.partition, components, batch: open.batch }),
+      stage: openStage({
+        config: open.config,
+        partition: open.partition,
+        components,
+        batch: open.batch,
+        ...(this.boundaries?.(open) ? { boundaries: this.boundaries(open)! } : {}),
+      }),
       ran: [] as Position[],
     };
     this.entries.set(open.session, entry);

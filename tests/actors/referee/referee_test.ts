@@ -4,7 +4,16 @@ import { ATOMS_PER_NEURO, DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { runSponsor, startNetwork } from "../sponsor/_network.ts";
 import { startTask } from "../worker/_process.ts";
 import { canonical } from "../../../core/canonical.ts";
+import { claimRecord } from "../../../actors/referee/check.ts";
+import { componentParameters } from "../../../kernels/model.ts";
+import { TINY } from "../worker/_fixture.ts";
 import { alteredCopy, journalEvents, replayJournalProcess } from "../sponsor/_journal.ts";
+
+/** Capacities that place the tiny model's embed, norm and block 0 on stage 0 and blocks 1-3 on stage 1. */
+function threeBlockStage(): number[] {
+  const block = componentParameters(TINY, "block_000");
+  return [componentParameters(TINY, "embed") + componentParameters(TINY, "norm") + block, 3 * block];
+}
 
 function refereeArgs(net: { refereeHome: string; rpc: string; workersFile: string }, extra: string[] = []) {
   return [
@@ -31,7 +40,15 @@ for (
     // An 80-block window (12 s at 150 ms blocks): the referee must replay both stages and challenge within it
     // while the whole default suite runs in parallel on two cores. A caught claim ends at the resolve, so a
     // wide window costs nothing when the referee is in time.
-    const net = await startNetwork({ workers: 2, forge: [null, forge], challengeBlocks: 80 });
+    // The forward forger holds 3 blocks (stage 0: embed, norm and block 0) and forges block 2 of 3 (index 1):
+    // the referee names that block, so only its parent component and its input activation are uploaded.
+    const caps = forge === "forward" ? threeBlockStage() : undefined;
+    const net = await startNetwork({
+      workers: 2,
+      forge: [null, forge],
+      challengeBlocks: 80,
+      ...(caps ? { capacities: caps } : {}),
+    });
     const referee = await startTask("referee", refereeArgs(net), { listens: false });
     try {
       const chain = new ChainClient(net.rpc);
@@ -63,6 +80,14 @@ for (
       const journal = `${net.refereeHome}/journal.sqlite`;
       const events = journalEvents(journal, claimId).map((e) => ({ ...e, event: JSON.parse(e.event) }));
       const needed = events[1]!.event.needed as string[];
+      if (forge === "forward") {
+        const ch = events[1]!.event as { stage: number; block: number; phase: string };
+        assert.deepEqual([ch.stage, ch.block, ch.phase], [1, 1, "forward"]);
+        const genesis = await chain.manifest((await chain.lifecycle()).learning_root as string);
+        const { traces } = await claimRecord(chain, claimId);
+        assert.deepEqual(needed, [genesis.components.block_002!, traces[1]!.blocks[0]!.output].sort());
+        assert.equal(state.reason, "mismatch: forward output");
+      }
       assert.deepEqual(events.map((e) => e.event.type), [
         "claim",
         "challenge",

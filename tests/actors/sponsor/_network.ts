@@ -62,6 +62,8 @@ export async function startNetwork(
     availabilityBlocks?: number;
     /** Extra funded sponsor homes (`sponsor-1`, ...), for tests where sponsors compete. */
     extraSponsors?: number;
+    /** Each worker's capacity (default `capacities(workers, config)`). */
+    capacities?: number[];
     /** Environment of each worker's first process (e.g. `NEURO_CRASH_AT`). */
     workerEnv?: (Record<string, string> | undefined)[];
   } = {},
@@ -119,7 +121,7 @@ export async function startNetwork(
   await Deno.writeTextFile(genesisPath, canonical(genesis as unknown as JsonValue) + "\n");
   const validator = await startProc(homes[0]!, genesisPath);
   const workers: TaskProcess[] = [];
-  const caps = capacities(n, options.config);
+  const caps = options.capacities ?? capacities(n, options.config);
   const entries = [];
   for (let i = 0; i < n; i++) {
     const forge = options.forge?.[i];
