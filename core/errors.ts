@@ -66,6 +66,7 @@ export const ERROR_CODES = {
   invalid_upload: "an upload chunk is out of order, of the wrong size or not by the publisher",
   not_sealed: "a needed object is not sealed yet",
   seal_mismatch: "the uploaded chunks do not hash to the object's root",
+  chunk_mismatch: "an upload chunk does not hash to the committed chunk root along its Merkle path",
   incomplete_evaluation: "an evaluation document has omitted targets",
   invalid_proposal: "a data proposal breaks a cohort rule",
   already_voted: "the owner already voted on this proposal",

@@ -14,6 +14,7 @@
  * // b.commitments(partition, grads, componentRoots); // { head, blocks }
  * ```
  */
+import { chunkRoot } from "../core/chunk_tree.ts";
 import { sha256Hex } from "../core/digest.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { blockIndex } from "./model.ts";
@@ -114,12 +115,15 @@ export class BoundaryRoots {
   embedding: string | null = null;
   readonly outputs = new Map<string, string>();
   readonly gradients = new Map<string, string>();
+  /** The chunk root (`core/chunk_tree.ts`) of every boundary file hashed so far, by its content root. */
+  readonly chunkRoots = new Map<string, string>();
 
   constructor(readonly act: readonly number[], readonly options: BoundaryOptions = {}) {}
 
   private root(data: Float32Array): string {
     const bytes = writeValue({ shape: [...this.act], data });
     const root = sha256Hex(bytes);
+    this.chunkRoots.set(root, chunkRoot(bytes));
     this.options.keep?.(root, bytes);
     return root;
   }

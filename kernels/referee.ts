@@ -34,7 +34,8 @@ import type { StageTrace } from "./trace.ts";
 /**
  * The check a mismatch names, in the order a stage's checks run; a growth names `growth`; a generation's head
  * names `generated token` (kernels/generation_referee.ts), a score's head `window loss` then `next-token argmax`
- * (kernels/score_referee.ts).
+ * (kernels/score_referee.ts); a `chunks` challenge names `chunk root` (a committed chunk root that is not the
+ * tree of the object's bytes).
  */
 export type Forgery =
   | "forward output"
@@ -46,7 +47,8 @@ export type Forgery =
   | "generated token"
   | "window loss"
   | "next-token argmax"
-  | "growth";
+  | "growth"
+  | "chunk root";
 
 /** The referee's answer. */
 export type Verdict =

@@ -58,6 +58,8 @@ export interface OpenStage {
   forward(input: Uint8Array | null): Uint8Array;
   /** After `forward`: the embedding's output root (stage 0, else null) and each block's output root. */
   forwardBoundaries(): { embedding: string | null; outputs: string[] };
+  /** The chunk root of every boundary activation and gradient the stage has hashed so far, by content root. */
+  boundaryChunkRoots(): Record<string, string>;
   /** Stage 0 only: final norm, head and loss on the last stage's output; returns the loss and head gradient. */
   head(headInput: Uint8Array): { loss: number; headGradient: Uint8Array };
   /** Backward from the gradient of the stage's output: the gradient of its input (null on stage 0). */
@@ -120,6 +122,9 @@ export function openStage(setup: StageSetup): OpenStage {
     forwardBoundaries() {
       if (!bounds.forwarded) throw order("the boundaries need the forward first");
       return bounds.forward(partition);
+    },
+    boundaryChunkRoots() {
+      return Object.fromEntries(bounds.chunkRoots);
     },
     head(headInput) {
       if (!isHead) throw order("only stage 0 runs the head");

@@ -12,6 +12,7 @@
  * ```
  */
 import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
+import { chunkRoot } from "../core/chunk_tree.ts";
 import { id, sha256Hex } from "../core/digest.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { type Batch, batchArrays, validateBatch } from "./batch.ts";
@@ -32,6 +33,7 @@ import {
   stageForward,
 } from "./stage.ts";
 import type { StageTrace, StepRecord } from "./trace.ts";
+import { chunkRootsFor } from "./trace_chunks.ts";
 
 /** What a step needs. */
 export interface StepInput {
@@ -151,6 +153,16 @@ export function trainStep(input: StepInput): StepOutput {
   };
   const candidateRoot = put(canonicalBytes(candidateManifest));
 
+  // The parent's component files, for their chunk roots (the step holds their tensors, not their files).
+  const parentNames = new Map(Object.entries(manifest.components).map(([n, r]) => [r, n]));
+  const parentFile = (r: string): Uint8Array => {
+    const name = parentNames.get(r);
+    const bytes = name === undefined ? undefined : writeSafetensors(model.components[name]!);
+    if (bytes === undefined || sha256Hex(bytes) !== r) {
+      throw new Error(`Cannot trace the step: object ${r} is neither committed nor a parent component file`);
+    }
+    return bytes;
+  };
   const lr = toHexFloat(input.learningRate), sc = toHexFloat(scale), loss = toHexFloat(headLoss);
   const traces: StageTrace[] = partitions.map((p, i) => ({
     parent: parentRoot,
@@ -167,6 +179,14 @@ export function trainStep(input: StepInput): StepOutput {
     scale: sc,
     components: roots[i]!,
     ...boundaryFields(stageBoundaries(p, bounds[i]!.forward(p), backs[i]!, roots[i]!)),
+  })).map((t, i) => ({
+    ...t,
+    chunk_roots: chunkRootsFor(manifest, t, i, (r) => {
+      const known = bounds[i]!.chunkRoots.get(r);
+      if (known !== undefined) return known;
+      const bytes = objects.get(r) ?? parentFile(r);
+      return chunkRoot(bytes);
+    }),
   }));
   const traceRoots = traces.map((t) => put(canonicalBytes(t)));
   const record: StepRecord = {

@@ -8,7 +8,8 @@
  * `gradient_out` is the gradient of the stage's output (received), `gradient_in` the gradient of its input
  * (sent back; null on stage 0); the head fields are present on stage 0 only; floats are hex floats;
  * `components` maps the partition to the updated component roots; `blocks` (and on stage 0 `embedding` and
- * `head_norm_squared`) are the block-boundary commitments of `boundary.ts`. The record is `{parent,
+ * `head_norm_squared`) are the block-boundary commitments of `boundary.ts`; `chunk_roots` the chunk root of
+ * each of the stage's objects (`trace_chunks.ts`). The record is `{parent,
  * model_root, batch, step, traces (trace ids), norms, clip, learning_rate, scale, loss}`.
  *
  * @example
@@ -26,6 +27,7 @@ import { type BlockCommitment, blocksOf } from "./boundary.ts";
 import type { Manifest } from "./manifest.ts";
 import { blockIndex } from "./model.ts";
 import { clipScale } from "./stage.ts";
+import { chunkRootsError } from "./trace_chunks.ts";
 
 /** One stage's committed trace. */
 export interface StageTrace {
@@ -50,6 +52,8 @@ export interface StageTrace {
   readonly embedding?: string;
   /** Stage 0: the running squared-gradient sum through `embed` and `norm`. */
   readonly head_norm_squared?: string;
+  /** The chunk root of each object of the stage, by content root (`trace_chunks.ts`). */
+  readonly chunk_roots: Record<string, string>;
 }
 
 /** The committed record of a whole step. */
@@ -86,6 +90,7 @@ function traceShapeError(t: StageTrace, i: number): string | null {
   const keys = Object.keys(t).sort().join(",");
   const want = [
     "blocks",
+    "chunk_roots",
     "components",
     ...(head ? ["embedding"] : []),
     "gradient_in",
@@ -269,5 +274,7 @@ export function checkRecord(
   if (id(want as unknown as JsonValue) !== record.model_root) {
     return fail("the candidate manifest is not the parent with the new component roots");
   }
+  const chunks = chunkRootsError(parent, traces);
+  if (chunks) return fail(chunks);
   return { ok: true };
 }

@@ -22,7 +22,11 @@ export const FORGED_PARTS = [
   "window loss",
   "next-token argmax",
   "growth",
+  "chunk root",
 ] as const;
+
+/** What a training fraud challenge replays: a block's phase, or `chunks` (the committed chunk root of one object). */
+export type ChallengePhase = "forward" | "backward" | "update" | "chunks";
 
 /** One object being uploaded for a challenge: chunks so far and their total bytes. */
 export type Upload = { readonly object_root: string; readonly chunks: number; readonly bytes: number };
@@ -34,8 +38,8 @@ export type Challenge = {
   readonly stage: number;
   /** A pinpointed fraud challenge's block (an index in the stage, or stage 0's `"head"`); else null. */
   readonly block: number | "head" | null;
-  /** A pinpointed fraud challenge's phase; else null. */
-  readonly phase: "forward" | "backward" | "update" | null;
+  /** A pinpointed fraud challenge's phase, or `chunks` (a committed chunk root disputed); else null. */
+  readonly phase: ChallengePhase | null;
   readonly object_root: string | null;
   readonly bond: number;
   /** Roots that must be sealed, sorted. */
@@ -65,7 +69,7 @@ export type ChallengeEvent = {
   readonly kind: "fraud" | "availability";
   readonly stage: number;
   readonly block: number | "head" | null;
-  readonly phase: "forward" | "backward" | "update" | null;
+  readonly phase: ChallengePhase | null;
   readonly object_root: string | null;
   readonly needed: readonly string[];
 };
@@ -194,10 +198,18 @@ function challenge(claim: Claim, ev: ChallengeEvent, h: number, p: WorkflowParam
     );
   }
   if (ev.kind === "fraud") {
-    if (ev.object_root !== null) {
+    // A `chunks` challenge names the one object whose committed chunk root it disputes; others name none.
+    const chunks = ev.phase === "chunks";
+    if (
+      chunks
+        ? !isRoot(ev.object_root) || ev.needed.length !== 1 || ev.needed[0] !== ev.object_root
+        : ev.object_root !== null
+    ) {
       return reject(
         "invalid_challenge",
-        `Cannot challenge claim ${claim.id}: a fraud challenge names object ${ev.object_root}`,
+        `Cannot challenge claim ${claim.id}: a ${
+          chunks ? "chunks" : "fraud"
+        } challenge names object ${ev.object_root}`,
       );
     }
     const sortedUnique = ev.needed.every((r, i) => isRoot(r) && (i === 0 || ev.needed[i - 1]! < r));

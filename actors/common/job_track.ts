@@ -33,6 +33,8 @@ import type { Manifest } from "../../kernels/manifest.ts";
 import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
 import { txid } from "../../ledger/envelope.ts";
 import { blockNeeded } from "../../kernels/block_referee.ts";
+import { committedChunkRoot } from "../../kernels/trace_chunks.ts";
+import type { ChallengePhase } from "../../workflows/_claim.ts";
 import { claimObjects } from "../../ledger/training/claim_check.ts";
 import { decodeBase64Strict, workIdentity } from "../../ledger/training/wire.ts";
 import type { MachineEnv } from "../../workflows/machine.ts";
@@ -189,13 +191,21 @@ export class JobTrack {
       ) {
         needed = [root];
       }
+      // A `chunks` challenge needs the one object whose committed chunk root it disputes.
+      const t = p.traces[stage];
+      if (
+        body.challenge_kind === "fraud" && body.phase === "chunks" && root !== null && t !== undefined &&
+        committedChunkRoot([t], root) !== null
+      ) {
+        needed = [root];
+      }
       return {
         type: "challenge",
         sender,
         kind: body.challenge_kind as "fraud" | "availability",
         stage,
         block: (body.block ?? null) as number | "head" | null,
-        phase: (body.phase ?? null) as "forward" | "backward" | "update" | null,
+        phase: (body.phase ?? null) as ChallengePhase | null,
         object_root: root,
         needed,
       };

@@ -22,7 +22,9 @@ import { id } from "../../core/digest.ts";
 import { ProtocolError, RetryableError } from "../../core/errors.ts";
 import { envelopeBytes, signBody, type TxBody } from "../../ledger/envelope.ts";
 import type { AccountKey } from "../../ledger/keys.ts";
-import { type TrainingTxKind, uploadChunks } from "../../ledger/training/wire.ts";
+import { type TrainingTxKind, uploadChunks, uploadPaths } from "../../ledger/training/wire.ts";
+import type { StageTrace } from "../../kernels/trace.ts";
+import { committedChunkRoot } from "../../kernels/trace_chunks.ts";
 import { type Submission, Submitter } from "../runtime/submit.ts";
 import type { ChainClient } from "./chain.ts";
 
@@ -127,6 +129,7 @@ export async function publishTxs(
   claimId: string,
   challenge: ChallengeView,
   fetch: (root: string) => Promise<Uint8Array | null>,
+  committed: (root: string) => boolean = () => false,
 ): Promise<TxSpec[]> {
   const tag = { claim: claimId, owner: challenge.owner, kind: challenge.kind, stage: challenge.stage };
   const txs: TxSpec[] = [];
@@ -140,12 +143,13 @@ export async function publishTxs(
       );
     }
     const chunks = uploadChunks(bytes);
+    const paths = uploadPaths(bytes, committed(root));
     const have = challenge.uploads.find((u) => u.object_root === root)?.chunks ?? 0;
     for (let index = have; index < chunks.length; index++) {
       txs.push({
         base: { ...tag, tx: "upload", root, index },
         kind: "upload",
-        fields: { claim_id: claimId, object_root: root, index, data: chunks[index]! },
+        fields: { claim_id: claimId, object_root: root, index, data: chunks[index]!, path: paths[index]! },
         what: `upload ${root.slice(0, 12)} ${index + 1}/${chunks.length}`,
       });
     }
@@ -159,6 +163,32 @@ export async function publishTxs(
   return txs;
 }
 
+/**
+ * For a training claim's `traces` and a challenge of `phase`: whether an object's chunks carry paths at
+ * `upload` (the traces commit its chunk root and the challenge is not `chunks`, PROTOCOL §5).
+ */
+export function claimChunkTree(
+  traces: readonly StageTrace[],
+  phase: string | null,
+): (root: string) => boolean {
+  return (root) => phase !== "chunks" && committedChunkRoot(traces, root) !== null;
+}
+
+/**
+ * `claimChunkTree` from a claim as the chain answers it (`/claim?id=`): a training step's traces from its
+ * metadata; any other claim (a growth) commits no chunk roots.
+ */
+export function answerChunkTree(
+  answer: { readonly state: JsonObject; readonly metadata: JsonObject },
+  phase: string | null,
+): (root: string) => boolean {
+  const recordRoot = (answer.state as { work?: { record_root?: string } }).work?.record_root;
+  const record = recordRoot === undefined ? undefined : answer.metadata[recordRoot] as { traces?: unknown };
+  if (!record || !Array.isArray(record.traces)) return () => false;
+  const traces = record.traces.map((r) => answer.metadata[r as string] as unknown as StageTrace);
+  return claimChunkTree(traces, phase);
+}
+
 /** Uploads and seals every needed object not yet sealed (plus `extra` after them); the submissions. */
 export async function publishNeeded(input: {
   chain: ChainClient;
@@ -167,12 +197,20 @@ export async function publishNeeded(input: {
   claimId: string;
   challenge: ChallengeView;
   fetch: (root: string) => Promise<Uint8Array | null>;
+  /**
+   * Whether the claim commits the chunk root of `root` for this challenge (`claimChunkTree`), so its chunks
+   * carry their Merkle paths; none by default (responses, scores, growths).
+   */
+  committed?: (root: string) => boolean;
   extra?: readonly TxSpec[];
   onTx?: (what: string, s: Submission) => void;
   /** Told the uploaded bytes so far and the bytes this call uploads in all, after each committed chunk. */
   onUpload?: (done: number, total: number) => void;
 }): Promise<Submission[]> {
-  const txs = [...await publishTxs(input.claimId, input.challenge, input.fetch), ...(input.extra ?? [])];
+  const txs = [
+    ...await publishTxs(input.claimId, input.challenge, input.fetch, input.committed),
+    ...(input.extra ?? []),
+  ];
   const bytes = new Map(
     txs.filter((t) => t.kind === "upload").map((t) => [t.what, chunkBytes(t.fields.data)]),
   );

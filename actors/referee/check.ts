@@ -22,6 +22,7 @@ import { blockName } from "../../kernels/model.ts";
 import { blockNeeded } from "../../kernels/block_referee.ts";
 import { replayGrowth, replayStage } from "../../kernels/referee.ts";
 import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
+import { chunkRoot } from "../../core/chunk_tree.ts";
 import type { ChainClient } from "../common/chain.ts";
 import type { WorkerClient } from "../common/worker_client.ts";
 
@@ -38,9 +39,41 @@ export interface StageVerdict extends JsonObject {
   what: string | null;
   root: string | null;
   message: string;
-  /** A training stage's mismatch: the first forged block (an index in the stage, or `"head"`) and its phase. */
+  /**
+   * A training stage's mismatch: the first forged block (an index in the stage, or `"head"`) and its phase;
+   * or phase `chunks` (no block) with `root` the object whose committed chunk root is not its tree.
+   */
   block?: number | "head";
-  phase?: "forward" | "backward" | "update";
+  phase?: "forward" | "backward" | "update" | "chunks";
+}
+
+/**
+ * The first of `roots` (sorted) whose chunk root the trace commits wrongly, by the bytes in `known`; null
+ * when every one it can check is right.
+ */
+function wrongChunkRoot(
+  trace: StageTrace,
+  roots: Iterable<string>,
+  known: (r: string) => Uint8Array | undefined,
+) {
+  for (const r of [...roots].sort()) {
+    const b = known(r), committed = trace.chunk_roots?.[r];
+    if (b !== undefined && committed !== undefined && chunkRoot(b) !== committed) return r;
+  }
+  return null;
+}
+
+function chunksVerdict(trace: StageTrace, root: string, known: (r: string) => Uint8Array | undefined) {
+  const v: StageVerdict = {
+    verdict: "mismatch",
+    what: "chunk root",
+    root,
+    message: `the committed chunk root of ${root} is ${trace.chunk_roots[root]}, its bytes make ${
+      chunkRoot(known(root)!)
+    }`,
+    phase: "chunks",
+  };
+  return v;
 }
 
 /** The claim's record and traces from the chain. */
@@ -120,11 +153,28 @@ export async function checkStage(src: CheckSources, claimId: string, stage: numb
   const boundaries = new Map<string, Uint8Array>();
   const keep = (root: string, b: Uint8Array) => boundaries.set(root, b);
   const v = replayStage({ parent, batch, stage, trace, fetch: (r) => bytes.get(r), keep });
-  if (v.verdict === "match") return { verdict: "match", what: null, root: null, message: "" };
+  // A committed chunk root that is not the tree of the object's bytes is fraud of its own (a `chunks`
+  // challenge), and one on an object the block challenge needs would block its uploads: it goes first.
+  const known = (r: string) => bytes.get(r) ?? boundaries.get(r);
+  const all = [...bytes.keys(), ...boundaries.keys()];
+  if (v.verdict === "match") {
+    const wrong = wrongChunkRoot(trace, all, known);
+    if (wrong !== null) {
+      await src.store.put(known(wrong)!);
+      return chunksVerdict(trace, wrong, known);
+    }
+    return { verdict: "match", what: null, root: null, message: "" };
+  }
   if (v.verdict === "mismatch" && v.block !== undefined && v.phase !== undefined) {
+    const needed = blockNeeded(parent, trace, stage, v.block, v.phase) ?? [];
+    const wrong = wrongChunkRoot(trace, needed, known);
+    if (wrong !== null) {
+      await src.store.put(known(wrong)!);
+      return chunksVerdict(trace, wrong, known);
+    }
     // Keep what the pinpointed challenge will upload: the block's input and incoming gradient were computed
     // here (they match the committed roots, the forged block being the first that differs).
-    for (const root of blockNeeded(parent, trace, stage, v.block, v.phase) ?? []) {
+    for (const root of needed) {
       const b = boundaries.get(root);
       if (b !== undefined && !(await src.store.has(root))) await src.store.put(b);
     }

@@ -13,7 +13,7 @@
  * ```
  */
 import type { JsonObject } from "../../core/canonical.ts";
-import { type ChallengeView, publishNeeded, submitSettled } from "../common/publish.ts";
+import { answerChunkTree, type ChallengeView, publishNeeded, submitSettled } from "../common/publish.ts";
 import type { Submitter } from "../runtime/submit.ts";
 import { measure, progressText } from "../../core/progress.ts";
 import { fetchObject, type StageVerdict } from "./check.ts";
@@ -40,7 +40,8 @@ export async function dispute(
         claim_id: claimId,
         stage,
         challenge_kind: fraud ? "fraud" : "availability",
-        object_root: fraud ? null : v.root,
+        // A `chunks` challenge names the object whose committed chunk root it disputes.
+        object_root: fraud && v.phase !== "chunks" ? null : v.root,
         block: fraud ? v.block ?? null : null,
         phase: fraud ? v.phase ?? null : null,
       }));
@@ -50,14 +51,20 @@ export async function dispute(
       stage,
       detail: s.status === "committed"
         ? `${fraud ? "fraud" : "availability"} (${v.what ?? v.root}${
-          v.block === undefined ? "" : `, block ${v.block} ${v.phase}`
+          v.phase === "chunks"
+            ? `, chunks of ${v.root}`
+            : v.block === undefined
+            ? ""
+            : `, block ${v.block} ${v.phase}`
         })`
         : `refused: ${s.code} ${s.message}`,
     });
     return;
   }
   if (live === null || live.owner !== me || !fraud) return; // someone else's challenge, or waiting on the publisher
-  // Everything left in one pipelined batch: the uploads and seals still missing, then the resolve.
+  // Everything left in one pipelined batch: the uploads and seals still missing, then the resolve. A training
+  // claim's chunks carry their Merkle paths (its traces commit their objects' chunk roots).
+  const answer = await chain.claim(claimId);
   const started = performance.now();
   await publishNeeded({
     chain,
@@ -66,6 +73,9 @@ export async function dispute(
     claimId,
     challenge: live,
     fetch: (root) => fetchObject({ chain, store: home.store, workers: setup.workers }, root),
+    committed: answer
+      ? answerChunkTree(answer, (live as { phase?: string | null }).phase ?? null)
+      : () => false,
     extra: [{
       base: { tx: "resolve", claim: claimId, stage, owner: live.owner },
       kind: "resolve",

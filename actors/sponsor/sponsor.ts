@@ -32,7 +32,7 @@ import { place } from "../../kernels/placement.ts";
 import { txid } from "../../ledger/envelope.ts";
 import { type ChainClient, envelopeOf } from "../common/chain.ts";
 import type { Home } from "../common/home.ts";
-import { publishNeeded, submitSettled } from "../common/publish.ts";
+import { answerChunkTree, publishNeeded, submitSettled } from "../common/publish.ts";
 import type { WorkerClient, WorkerEntry } from "../common/worker_client.ts";
 import { EventLog } from "../runtime/event_log.ts";
 import { formatDivergence, replayInstance } from "../runtime/replay.ts";
@@ -349,6 +349,7 @@ export class Sponsor {
           claimId,
           challenge: ch,
           fetch: (root) => this.fetchAnywhere(root),
+          committed: answerChunkTree(c!, null),
         }).catch((e) =>
           this.setup.emit({ ...this.event(a, `publish failed: ${(e as Error).message}`), loss })
         );

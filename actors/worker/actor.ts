@@ -31,14 +31,25 @@ import { clipScale } from "../../kernels/stage.ts";
 import { readComponent } from "../../kernels/manifest.ts";
 import { readValue } from "../../kernels/safetensors.ts";
 import { scoreHeadValues } from "../../kernels/score_record.ts";
-import type { StepRecord } from "../../kernels/trace.ts";
+import type { StageTrace, StepRecord } from "../../kernels/trace.ts";
+import { stageObjects } from "../../kernels/trace_chunks.ts";
+import { chunkRoot } from "../../core/chunk_tree.ts";
 import { receiptBody, signReceipt } from "../../ledger/training/wire.ts";
 import type { Home } from "../common/home.ts";
 import { defineActor, type OperationContext, type QueryContext } from "../runtime/durable.ts";
 import { flipFirstElement, type Forge, nudgeHexFloat } from "./forge.ts";
 import { type OpenSession, operationOf, parseOpen, type Position } from "./session.ts";
 import type { StageCache } from "./stage_cache.ts";
-import { need, openOf, type PhaseInput, recorded, remember, traceOf } from "./journaled.ts";
+import {
+  journaledChunkRoots,
+  need,
+  openOf,
+  type PhaseInput,
+  recorded,
+  remember,
+  traceOf,
+} from "./journaled.ts";
+import { ChunkRootCache } from "./chunk_roots.ts";
 
 /** What the worker actor is built from. */
 export interface WorkerDeps {
@@ -82,6 +93,7 @@ function phaseInput(input: JsonValue, keys: string[]): PhaseInput {
 export function workerActor(deps: WorkerDeps) {
   const { home, forge, cache } = deps;
   const store = home.store;
+  const chunks = new ChunkRootCache();
   const opens = new Map<string, OpenSession>();
   const earlier = (ctx: QueryContext, o: OpenSession) => {
     const f = ctx.operation(operationOf(o.session, o.step, "forward"));
@@ -116,7 +128,12 @@ export function workerActor(deps: WorkerDeps) {
         // A `--forge forward` worker's stage changed one block's output as it ran (its cache's boundary hook):
         // the blocks after it ran on the changed values, so the record stays graph-consistent.
         const output = await store.put(out);
-        return { output, embedding: b.embedding, outputs: b.outputs };
+        return {
+          output,
+          embedding: b.embedding,
+          outputs: b.outputs,
+          chunk_roots: stage.boundaryChunkRoots(),
+        };
       },
       async head(ctx: OperationContext, input: JsonValue) {
         const p = phaseInput(input, ["head_input"]);
@@ -149,7 +166,13 @@ export function workerActor(deps: WorkerDeps) {
         }
         const gradientIn = gradIn === null ? null : await store.put(gradIn);
         if (gradientIn !== null) blocks[0]!.gradient_in = gradientIn;
-        return { gradient_in: gradientIn, norm_squared: norm, head_norm_squared: headNorm, blocks };
+        return {
+          gradient_in: gradientIn,
+          norm_squared: norm,
+          head_norm_squared: headNorm,
+          blocks,
+          chunk_roots: stage.boundaryChunkRoots(),
+        };
       },
       async update(ctx: OperationContext, input: JsonValue) {
         const p = phaseInput(input, ["norms", "clip"]);
@@ -172,8 +195,19 @@ export function workerActor(deps: WorkerDeps) {
         cache.mark(o, "update");
         if (forge === "optimizer") files[o.partition[0]!] = flipFirstElement(files[o.partition[0]!]!);
         const components: Record<string, string> = {};
-        for (const name of o.partition) components[name] = await store.put(files[name]!);
-        const trace = traceOf(ctx, o, toHexFloat(scale), components);
+        const known = journaledChunkRoots(ctx, o);
+        for (const name of o.partition) {
+          components[name] = await store.put(files[name]!);
+          known.set(components[name], chunkRoot(files[name]!));
+          chunks.remember(components[name], known.get(components[name])!);
+        }
+        const base = traceOf(ctx, o, toHexFloat(scale), components);
+        // Every other object of the stage (its inputs, parent components, outputs) is in the store.
+        const chunk_roots: Record<string, string> = {};
+        for (const r of stageObjects(o.parent, base, o.stage)) {
+          chunk_roots[r] = known.get(r) ?? await chunks.of(r, () => cache.bytes(r, "object"));
+        }
+        const trace: StageTrace = { ...base, chunk_roots };
         await store.put(canonicalBytes(trace as unknown as JsonValue));
         return { scale: toHexFloat(scale), components, trace: trace as unknown as JsonObject };
       },

@@ -10,7 +10,7 @@
  * // const fwd = recorded(ctx, session, step, "forward"); // {output} or null
  * ```
  */
-import { decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
+import { decodeCanonical, isObject, type JsonObject, type JsonValue } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import { boundaryFields, stageBoundaries } from "../../kernels/boundary.ts";
 import type { StageTrace } from "../../kernels/trace.ts";
@@ -76,13 +76,32 @@ export function need<T extends JsonValue>(
   return v as JsonObject & Record<string, T>;
 }
 
-/** The trace of the session's stage from its journaled phases (PROTOCOL §10.4). */
+/**
+ * The chunk roots of the boundary activations and gradients the session's forward and backward hashed, as
+ * journaled with their results (`chunk_roots`); `invalid_transition` for phases journaled without them.
+ */
+export function journaledChunkRoots(ctx: QueryContext, o: OpenSession): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const position of ["forward", "backward"] as const) {
+    const r = need<JsonValue>(recorded(ctx, o.session, o.step, position), position);
+    if (!isObject(r.chunk_roots)) {
+      throw new ProtocolError(
+        "invalid_transition",
+        `Cannot assemble the trace of session ${o.session}: its ${position} was journaled without chunk roots`,
+      );
+    }
+    for (const [k, v] of Object.entries(r.chunk_roots)) out.set(k, v as string);
+  }
+  return out;
+}
+
+/** The trace of the session's stage from its journaled phases (PROTOCOL §10.4), without its `chunk_roots`. */
 export function traceOf(
   ctx: QueryContext,
   o: OpenSession,
   scale: string,
   components: Record<string, string>,
-): StageTrace {
+): Omit<StageTrace, "chunk_roots"> {
   const fwdOp = ctx.operation(operationOf(o.session, o.step, "forward"))!;
   const fwdIn = (decodeCanonical(fwdOp.input!) as PhaseInput).input.input as string | null;
   const fwd = need<string>(recorded(ctx, o.session, o.step, "forward"), "forward");

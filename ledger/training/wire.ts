@@ -10,8 +10,8 @@
  * |---|---|
  * | `reserve` | `parent` (learning root), `round` (training round), `workers` (1-64 account ids, stage order) |
  * | `claim` | `record_root`, `metadata` (ClaimMetadata), `workers`, `data_root`, `sequence_index` |
- * | `challenge` | `claim_id`, `stage`, `challenge_kind` (`"fraud"`, `"availability"`), `object_root` (null for fraud), `block`, `phase` (a training fraud challenge's block: an index in the stage or `"head"`, and `"forward"`, `"backward"` or `"update"`; null otherwise) |
- * | `upload` | `claim_id`, `object_root`, `index` (chunks so far), `data` (strict base64, 1 B-1 MiB) |
+ * | `challenge` | `claim_id`, `stage`, `challenge_kind` (`"fraud"`, `"availability"`), `object_root` (null for fraud but `chunks`), `block`, `phase` (a training fraud challenge's block: an index in the stage or `"head"`, and `"forward"`, `"backward"` or `"update"`; or block null and `"chunks"` with the object whose committed chunk root is disputed; null otherwise) |
+ * | `upload` | `claim_id`, `object_root`, `index` (chunks so far), `data` (strict base64, 1 B-1 MiB), `path` (the chunk's Merkle path, 8 roots, when the claim commits the object's chunk root and the challenge is not `chunks`; else `[]`) |
  * | `seal` | `claim_id`, `object_root` |
  * | `resolve` | `claim_id` |
  * | `grow` | `parent`, `model_root`, `metadata` (GrowMetadata), `capacities` (1-64 worker capacities) |
@@ -28,6 +28,7 @@
  * ```
  */
 import { Buffer } from "node:buffer";
+import { chunkPaths } from "../../core/chunk_tree.ts";
 import { hasExactKeys, isObject, type JsonObject, type JsonValue } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
 import { reject, type Rejection } from "../../core/errors.ts";
@@ -49,7 +50,7 @@ export const TRAINING_TX_FIELDS = {
   reserve: ["parent", "round", "workers"],
   claim: ["record_root", "metadata", "workers", "data_root", "sequence_index"],
   challenge: ["claim_id", "stage", "challenge_kind", "object_root", "block", "phase"],
-  upload: ["claim_id", "object_root", "index", "data"],
+  upload: ["claim_id", "object_root", "index", "data", "path"],
   seal: ["claim_id", "object_root"],
   resolve: ["claim_id"],
   grow: ["parent", "model_root", "metadata", "capacities"],
@@ -79,7 +80,7 @@ export interface ChallengeFields extends JsonObject {
   challenge_kind: "fraud" | "availability";
   object_root: string | null;
   block: number | "head" | null;
-  phase: "forward" | "backward" | "update" | null;
+  phase: "forward" | "backward" | "update" | "chunks" | null;
 }
 /** `upload` fields. */
 export interface UploadFields extends JsonObject {
@@ -87,6 +88,8 @@ export interface UploadFields extends JsonObject {
   object_root: string;
   index: number;
   data: string;
+  /** The chunk's Merkle path (8 roots) when the claim commits the object's chunk root, else `[]`. */
+  path: string[];
 }
 /** `seal` fields. */
 export interface SealFields extends JsonObject {
@@ -230,6 +233,14 @@ export function uploadChunks(bytes: Uint8Array): string[] {
     out.push(Buffer.from(bytes.subarray(at, at + UPLOAD_CHUNK_BYTES)).toString("base64"));
   }
   return out;
+}
+
+/**
+ * The `path` of each of an object's upload chunks: its path in the object's chunk tree (`core/chunk_tree.ts`)
+ * when `committed` (the claim commits the object's chunk root and the challenge is not `chunks`), else `[]`.
+ */
+export function uploadPaths(bytes: Uint8Array, committed: boolean): string[][] {
+  return committed ? chunkPaths(bytes) : uploadChunks(bytes).map(() => []);
 }
 
 /** Decodes strict base64 (standard alphabet, padded, re-encoding reproduces it); null when malformed. */

@@ -8,7 +8,6 @@
  * A referee that crashes or runs out of memory rejects the `resolve` with `referee_error` and decides nothing.
  * The verdict of a training stage may have been computed ahead in a worker thread (`verdict_ahead.ts`).
  */
-import { Buffer } from "node:buffer";
 import { sha256Stream } from "../../core/digest.ts";
 import { reject } from "../../core/errors.ts";
 import { isRoot } from "../../core/hex.ts";
@@ -16,8 +15,11 @@ import { MAX_OBJECT_BYTES } from "../../core/limits.ts";
 import { trainingWriter } from "../training/store.ts";
 import { decodeBase64Strict, TRAINING_TX_FIELDS } from "../training/wire.ts";
 import { verdictKey, verdictsAhead } from "../training/verdict_ahead.ts";
-import { disputeTarget } from "./dispute_target.ts";
+import { type DisputeTarget, disputeTarget } from "./dispute_target.ts";
+import type { HandlerResult, TxContext } from "./context.ts";
+import { CHUNK_TREE_DEPTH, isChunkPath, verifyChunk } from "../../core/chunk_tree.ts";
 import type { TrainingKind } from "./training.ts";
+import type { ChallengePhase } from "../../workflows/_claim.ts";
 
 /** The `challenge` kind. */
 export const challenge: TrainingKind = {
@@ -32,6 +34,7 @@ export const challenge: TrainingKind = {
     }
     const stage = body.stage as number;
     const valid = Number.isSafeInteger(stage) && stage >= 0 && stage < d.claim.stages;
+    if (kind === "fraud" && body.phase === "chunks") return chunksChallenge(ctx, d, stage, valid);
     const pinned = body.block !== null || body.phase !== null;
     // A training fraud challenge names its block and phase; every other challenge names neither.
     if (kind === "fraud" && d.pinpointed ? !pinned : pinned) {
@@ -66,12 +69,72 @@ export const challenge: TrainingKind = {
       kind,
       stage,
       block: body.block as number | "head" | null,
-      phase: body.phase as "forward" | "backward" | "update" | null,
+      phase: body.phase as ChallengePhase | null,
       object_root: (body.object_root ?? null) as string | null,
       needed,
     });
   },
 };
+
+/**
+ * A `chunks` challenge (PROTOCOL §5): a training claim's stage committed a chunk root for `object_root` that
+ * is not the tree of its bytes. It names no block; the object alone is needed, uploaded without paths.
+ */
+function chunksChallenge(ctx: TxContext, d: DisputeTarget, stage: number, valid: boolean): HandlerResult {
+  const { body } = ctx;
+  const root = body.object_root;
+  const committed = valid && d.pinpointed && isRoot(root) ? d.chunkRootOf(root, stage) : null;
+  if (body.block !== null || committed === null) {
+    return reject(
+      "invalid_challenge",
+      `Cannot challenge: a chunks challenge names block ${JSON.stringify(body.block)} and object ${
+        JSON.stringify(root)
+      }, expected null and an object whose chunk root stage ${stage} commits`,
+    );
+  }
+  return d.advance({
+    type: "challenge",
+    sender: ctx.sender,
+    kind: "fraud",
+    stage,
+    block: null,
+    phase: "chunks",
+    object_root: root as string,
+    needed: [root as string],
+  });
+}
+
+/**
+ * Why an upload's `path` is refused, or null (PROTOCOL §5 "Chunk trees"): where the claim commits the object's
+ * chunk root (and the challenge is not `chunks`) the chunk must hash to it along its 8-root path; elsewhere
+ * the path is `[]`.
+ */
+function pathRejection(d: DisputeTarget, root: string, index: number, chunk: Uint8Array, path: unknown) {
+  const c = d.claim.challenge;
+  const tree = c !== null && c.phase !== "chunks" ? d.chunkRootOf(root) : null;
+  if (tree === null) {
+    if (Array.isArray(path) && path.length === 0) return null;
+    return reject(
+      "invalid_upload",
+      `Cannot upload chunk ${index} of ${root}: path has ${
+        Array.isArray(path) ? path.length : "no"
+      } entries, expected none (no chunk root is committed for it)`,
+    );
+  }
+  if (!isChunkPath(path)) {
+    return reject(
+      "invalid_upload",
+      `Cannot upload chunk ${index} of ${root}: path is not ${CHUNK_TREE_DEPTH} roots`,
+    );
+  }
+  if (!verifyChunk(chunk, index, path, tree)) {
+    return reject(
+      "chunk_mismatch",
+      `Cannot upload chunk ${index} of ${root}: along its path it makes a tree other than the committed ${tree}`,
+    );
+  }
+  return null;
+}
 
 /** The `upload` kind. */
 export const upload: TrainingKind = {
@@ -93,6 +156,10 @@ export const upload: TrainingKind = {
       size: bytes?.length ?? 0,
     });
     if (!r.ok) return r;
+    // After the machine's checks (publisher, order, size), so those keep their codes; a refusal here drops
+    // the transaction's writes with it (`executeTx` applies a rejected transaction's state not at all).
+    const bad = pathRejection(d, body.object_root, body.index as number, bytes!, body.path);
+    if (bad) return bad;
     trainingWriter(ctx.state).setUploadChunk(
       d.claimId,
       body.object_root,
@@ -126,7 +193,7 @@ export const seal: TrainingKind = {
       for (let i = 0; i < up.chunks; i++) {
         const c = t.uploadChunk(d.claimId, root, i)!;
         chunks.push(c);
-        h.update(new Uint8Array(Buffer.from(c, "base64")));
+        h.update(Uint8Array.fromBase64(c));
       }
       digest = h.hex();
     }

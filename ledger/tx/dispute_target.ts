@@ -19,7 +19,7 @@ import { jobManifest, responseNeeded, responseObjects, responseVerdict } from ".
 import { inferenceWriter } from "../inference/store.ts";
 import type { LedgerWriter } from "../state/accessors.ts";
 import { advanceJob } from "../training/advance.ts";
-import { disputeObjects, fraudNeeded, refereeVerdict } from "../training/dispute.ts";
+import { claimChunkRoot, disputeObjects, fraudNeeded, refereeVerdict } from "../training/dispute.ts";
 import { trainingWriter } from "../training/store.ts";
 import type { HandlerResult, LedgerEnv } from "./context.ts";
 import { lifecycleOf } from "./training.ts";
@@ -43,6 +43,11 @@ export interface DisputeTarget {
   objects(): Set<string>;
   /** The referee's verdict on the sealed bytes of the live fraud challenge. */
   verdict(c: Challenge): Verdict;
+  /**
+   * The chunk root the claim commits for `root` (in stage `stage`'s trace, when given): a training step's
+   * traces key their objects' chunk roots (PROTOCOL §10.4); null for every other claim and object.
+   */
+  chunkRootOf(root: string, stage?: number): string | null;
 }
 
 const LIVE = new Set(["claimed", "challenged", "uploading", "resolving"]);
@@ -72,6 +77,7 @@ export function disputeTarget(
       fraudNeeded: (stage) => responseNeeded(answered, manifest, stage),
       objects: () => responseObjects(answered),
       verdict: (c) => responseVerdict(t, answered, manifest, c),
+      chunkRootOf: () => null,
     };
   }
   const scored = typeof claimId === "string" ? evaluationWriter(state).score(claimId) : null;
@@ -89,6 +95,7 @@ export function disputeTarget(
       fraudNeeded: (stage) => scoreFraudNeeded(state, scored, stage),
       objects: () => scoreObjects(scored),
       verdict: (c) => scoreVerdict(t, scored, c),
+      chunkRootOf: () => null,
     };
   }
   const l = lifecycleOf(t, what);
@@ -112,6 +119,7 @@ export function disputeTarget(
     fraudNeeded: (stage, block, phase) => fraudNeeded(t, job, stage, block, phase),
     objects: () => disputeObjects(t, job),
     verdict: (c) => refereeVerdict(t, job, c),
+    chunkRootOf: (root, stage) => claimChunkRoot(t, job, root, stage),
   };
 }
 

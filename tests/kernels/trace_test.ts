@@ -4,8 +4,10 @@ import { id } from "../../core/digest.ts";
 import type { Manifest } from "../../kernels/manifest.ts";
 import { checkRecord, type StageTrace, type StepRecord } from "../../kernels/trace.ts";
 import { honestStep } from "./_step_fixture.ts";
+import { stageObjects } from "../../kernels/trace_chunks.ts";
+import { chunkRoot } from "../../core/chunk_tree.ts";
 
-const { parent, out } = honestStep();
+const { parent, out, objects: files } = honestStep();
 const PARAMS = { learning_rate: 0.25, clip: 0.5 };
 const ONE = "0x1.0000000000000p+0";
 
@@ -198,4 +200,65 @@ Deno.test("record: stage norms are the running block sums, bit for bit the sum o
     assert.equal(t.blocks.at(-1)?.norm_squared ?? t.head_norm_squared, t.norm_squared);
   }
   assert.deepEqual(out.traces.map((t) => t.norm_squared), out.record.norms);
+});
+
+Deno.test("record: chunk_roots must key exactly the stage's objects with roots, one chunk root per object across stages", () => {
+  const objects = stageObjects(parent, t1, 1);
+  assert.deepEqual(Object.keys(t1.chunk_roots).sort(), objects);
+  // Stage 1 names its parent and updated component, its input, its block's output and input gradient (its
+  // output and gradient_in) and the gradient it receives: 6 objects.
+  assert.deepEqual(
+    objects,
+    [
+      parent.components.block_001!,
+      t1.components.block_001!,
+      t1.input,
+      t1.output,
+      t1.gradient_out,
+      t1.gradient_in!,
+    ].filter((r, i, a) => a.indexOf(r) === i).sort(),
+  );
+  const [first, ...rest] = objects;
+  const without = Object.fromEntries(rest.map((r) => [r, t1.chunk_roots[r]!]));
+  assert.match(
+    codeOf(check([t0, { ...t1, chunk_roots: without }, t2])),
+    /^invalid_record: .*trace 1 chunk_roots names 5 objects, expected the stage's 6/,
+  );
+  const extra = { ...t1.chunk_roots, ["ab".repeat(32)]: "cd".repeat(32) };
+  assert.match(codeOf(check([t0, { ...t1, chunk_roots: extra }, t2])), /trace 1 chunk_roots names 7 objects/);
+  const swapped = { ...without, ["ab".repeat(32)]: "cd".repeat(32) };
+  assert.match(codeOf(check([t0, { ...t1, chunk_roots: swapped }, t2])), /expected the stage's 6 \(abab/);
+  const notRoot = { ...t1.chunk_roots, [first!]: "0x1" };
+  assert.match(
+    codeOf(check([t0, { ...t1, chunk_roots: notRoot }, t2])),
+    /trace 1 chunk root of .* is not a root/,
+  );
+  assert.match(
+    codeOf(check([t0, { ...t1, chunk_roots: null as never }, t2])),
+    /trace 1 chunk_roots is not an object/,
+  );
+  // Stage 1's input is stage 0's output: a different chunk root for it in stage 1 is refused.
+  const other = { ...t1.chunk_roots, [t1.input]: "ef".repeat(32) };
+  assert.match(
+    codeOf(check([t0, { ...t1, chunk_roots: other }, t2])),
+    new RegExp(
+      `trace 1 chunk root of ${t1.input} is efef.*, an earlier stage committed ${t0.chunk_roots[t1.input]}`,
+    ),
+  );
+  const { chunk_roots: _, ...bare } = t1;
+  assert.match(codeOf(check([t0, bare as StageTrace, t2])), /trace 1 has fields/);
+});
+
+Deno.test("record: each chunk root is the tree of the object's bytes", () => {
+  for (const [i, t] of out.traces.entries()) {
+    for (const r of stageObjects(parent, t, i)) {
+      const bytes = files.get(r);
+      // The step keeps the files it commits and the parent's; a boundary activation inside a stage (stage
+      // 0's embedding) is hashed as it is computed and not kept.
+      const inner = r === t.embedding || t.blocks.some((b) => b.output === r || b.gradient_in === r);
+      if (bytes === undefined && inner) continue;
+      assert.ok(bytes, `stage ${i} object ${r}`);
+      assert.equal(t.chunk_roots[r], chunkRoot(bytes), `stage ${i} object ${r}`);
+    }
+  }
 });

@@ -111,7 +111,12 @@ Deno.test("a different operation at the same session, step and position is confl
     const t1 = out.traces[1]!;
     assert.deepEqual(fwd, {
       ok: true,
-      value: { output: t1.output, embedding: null, outputs: t1.blocks.map((b) => b.output) },
+      value: {
+        output: t1.output,
+        embedding: null,
+        outputs: t1.blocks.map((b) => b.output),
+        chunk_roots: Object.fromEntries(t1.blocks.map((b) => [b.output, t1.chunk_roots[b.output]!])),
+      },
     });
   } finally {
     await t.close();

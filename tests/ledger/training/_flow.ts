@@ -11,7 +11,8 @@ import { PRESETS } from "../../../kernels/config.ts";
 import { place } from "../../../kernels/placement.ts";
 import type { Envelope } from "../../../ledger/envelope.ts";
 import type { AccountKey } from "../../../ledger/keys.ts";
-import { uploadChunks } from "../../../ledger/training/wire.ts";
+import { uploadChunks, uploadPaths } from "../../../ledger/training/wire.ts";
+import { answerChunkTree } from "../../../actors/common/publish.ts";
 import { CHAIN, CLIP, LR, type Net, sponsor, workers } from "./_harness.ts";
 import { computeStep, type Forge, metadataFor, type SyntheticStep, tamper } from "./_pipeline.ts";
 
@@ -80,11 +81,36 @@ export function liveChallenge(net: Net): JsonObject {
   return claim.state.claim.challenge;
 }
 
+/**
+ * Whether the chunks of an object carry their Merkle paths in the live challenge of `claimId` (a training
+ * claim's traces commit the object's chunk root and the challenge is not `chunks`), as the actors decide it.
+ */
+export function chunkTreeOf(net: Net, claimId: string): (root: string) => boolean {
+  type Answer = { state: JsonObject; metadata: JsonObject };
+  const answer = (() => {
+    try {
+      return net.app.query(`/claim?id=${claimId}`) as unknown as Answer | null;
+    } catch {
+      return null;
+    }
+  })();
+  if (answer === null) return () => false; // not a training claim or growth (a response, a score)
+  const phase = (answer.state as { claim?: { challenge?: { phase?: string | null } | null } }).claim
+    ?.challenge?.phase ?? null;
+  return answerChunkTree(answer, phase);
+}
+
 /** Uploads `root` from the test's objects in 1 MiB chunks and seals it, all in one block, by `publisher`. */
 export function uploadAndSeal(net: Net, claimId: string, root: string, publisher: AccountKey): void {
-  const chunks = uploadChunks(net.objects.get(root)!);
+  const bytes = net.objects.get(root)!;
+  const chunks = uploadChunks(bytes), paths = uploadPaths(bytes, chunkTreeOf(net, claimId)(root));
   const txs = chunks.map((data, index) =>
-    net.tx(publisher, "upload", { claim_id: claimId, object_root: root, index, data }, index)
+    net.tx(
+      publisher,
+      "upload",
+      { claim_id: claimId, object_root: root, index, data, path: paths[index]! },
+      index,
+    )
   );
   txs.push(net.tx(publisher, "seal", { claim_id: claimId, object_root: root }, chunks.length));
   net.ok(...txs);
@@ -102,6 +128,18 @@ export function fraudFields(claimId: string, stage: number, pin: Pin | null): Js
     object_root: null,
     block: pin?.block ?? null,
     phase: pin?.phase ?? null,
+  };
+}
+
+/** A `chunks` challenge's body fields: stage `stage`'s committed chunk root of `object` is disputed. */
+export function chunksFields(claimId: string, stage: number, object: string): JsonObject {
+  return {
+    claim_id: claimId,
+    stage,
+    challenge_kind: "fraud",
+    object_root: object,
+    block: null,
+    phase: "chunks",
   };
 }
 

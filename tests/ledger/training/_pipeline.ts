@@ -16,6 +16,8 @@ import { type OpenStage, openStage } from "../../../kernels/stage_io.ts";
 import { blocksOf, boundaryFields, stageBoundaries } from "../../../kernels/boundary.ts";
 import { nudgeHexFloat } from "../../../actors/worker/forge.ts";
 import type { StageTrace, StepRecord } from "../../../kernels/trace.ts";
+import { chunkRootsFor } from "../../../kernels/trace_chunks.ts";
+import { chunkRoot } from "../../../core/chunk_tree.ts";
 import type { AccountKey } from "../../../ledger/keys.ts";
 import { claimMetadata, receiptBody, signReceipt } from "../../../ledger/training/wire.ts";
 
@@ -30,6 +32,10 @@ export type Forge = {
   what: "forward" | "loss" | "head" | "backward" | "norm" | "optimizer";
   stage: number;
   block?: number | "head";
+} | {
+  /** A wrong chunk root committed for `object` in every trace that names it (the numbers stay honest). */
+  what: "chunks";
+  object: (traces: readonly StageTrace[]) => string;
 } | null;
 
 /** A computed step: everything a claim needs and every object by root. */
@@ -68,10 +74,11 @@ export function computeStep(
     return r;
   };
   const S = partitions.length;
-  const is = (what: string, i: number) => forge?.what === what && forge.stage === i;
+  const is = (what: string, i: number) =>
+    forge !== null && forge.what === what && "stage" in forge && forge.stage === i;
   // The block a forgery targets, by component name (`embed` for stage 0's head).
   const target = (i: number): string | null => {
-    if (forge === null || forge.stage !== i) return null;
+    if (forge === null || forge.what === "chunks" || forge.stage !== i) return null;
     const blocks = blocksOf(partitions[i]!);
     if (forge.block === "head") return "embed";
     if (forge.block !== undefined) return blocks[forge.block]!;
@@ -162,7 +169,16 @@ export function computeStep(
     scale: sch,
     components: comps[i]!,
     ...boundaryFields(stageBoundaries(p, stages[i]!.forwardBoundaries(), backs[i]!, comps[i]!)),
+  })).map((t, i) => ({
+    ...t,
+    chunk_roots: chunkRootsFor(manifest, t, i, (r) => chunkRoot(out.get(r) ?? objects.get(r)!)),
   }));
+  if (forge?.what === "chunks") {
+    const bad = forge.object(traces), wrong = chunkRoot(new Uint8Array(0));
+    traces.forEach((t, i) => {
+      if (bad in t.chunk_roots) traces[i] = { ...t, chunk_roots: { ...t.chunk_roots, [bad]: wrong } };
+    });
+  }
   const record: StepRecord = {
     parent: parentRoot,
     model_root: candidateRoot,

@@ -4,6 +4,7 @@ import { DEVNET_PARAMS } from "../../../workflows/params.ts";
 import { challenger, Net, sponsor, stranger } from "./_harness.ts";
 import {
   challengeAndUpload,
+  chunksFields,
   fraudChallenge,
   fraudFields,
   liveChallenge,
@@ -12,6 +13,7 @@ import {
   uploadAndSeal,
 } from "./_flow.ts";
 import type { Forge } from "./_pipeline.ts";
+import { chunkPath } from "../../../core/chunk_tree.ts";
 
 const FEE = DEVNET_PARAMS.fee;
 const BOND = DEVNET_PARAMS.claim_bond;
@@ -116,17 +118,31 @@ Deno.test("only the publisher uploads; chunks are consecutive, all but the last 
     return btoa(s);
   };
   const up = (key: typeof challenger, index: number, data: string) =>
-    net.tx(key, "upload", { claim_id: claimId, object_root: root, index, data });
+    net.tx(key, "upload", {
+      claim_id: claimId,
+      object_root: root,
+      index,
+      data,
+      path: chunkPath(embed, index),
+    });
   assert.match(net.rejects(up(stranger, 0, big(embed.subarray(0, MiB))), "not_owner"), /publisher is/);
   assert.match(net.rejects(up(sponsor, 0, big(embed.subarray(0, MiB))), "not_owner"), /publisher is/);
   net.rejects(up(challenger, 1, big(embed.subarray(MiB, 2 * MiB))), "invalid_upload"); // not consecutive
   net.rejects(up(challenger, 0, big(embed.subarray(0, MiB + 1))), "invalid_upload"); // over 1 MiB
   net.rejects(up(challenger, 0, "AAE"), "invalid_upload"); // not strict base64
   net.rejects(up(challenger, 0, ""), "invalid_upload"); // empty
-  net.ok(up(challenger, 0, b64(embed.subarray(0, 100)))); // a short first chunk ...
-  net.rejects(up(challenger, 1, big(embed.subarray(100, 100 + MiB))), "invalid_upload"); // ... cannot be followed
+  // A short first chunk is not leaf 0 of the committed tree (the machine's rule that only the last chunk may be
+  // short is tested in tests/workflows/); the true first chunk is.
+  net.rejects(up(challenger, 0, b64(embed.subarray(0, 100))), "chunk_mismatch");
+  net.ok(up(challenger, 0, big(embed.subarray(0, MiB))));
   net.rejects(
-    net.tx(challenger, "upload", { claim_id: claimId, object_root: "ab".repeat(32), index: 0, data: "AA==" }),
+    net.tx(challenger, "upload", {
+      claim_id: claimId,
+      object_root: "ab".repeat(32),
+      index: 0,
+      data: "AA==",
+      path: [],
+    }),
     "invalid_upload",
   ); // not a needed object
   net.app.close();
@@ -135,7 +151,9 @@ Deno.test("only the publisher uploads; chunks are consecutive, all but the last 
 Deno.test("a sealed object whose bytes do not hash to its root is refused with seal_mismatch", () => {
   const net = new Net();
   const { claimId } = reserveAndClaim(net);
-  const root = fraudChallenge(net, claimId, 1, challenger)[0]!;
+  // A chunks challenge's uploads carry no paths (the committed tree is what it disputes): only the seal checks.
+  const root = net.model.manifest.components.block_000!;
+  net.ok(net.tx(challenger, "challenge", chunksFields(claimId, 1, root)));
   const wrong = net.objects.get(root)!.slice();
   wrong[0]! ^= 1;
   net.ok(net.tx(challenger, "upload", {
@@ -143,6 +161,7 @@ Deno.test("a sealed object whose bytes do not hash to its root is refused with s
     object_root: root,
     index: 0,
     data: btoa(Array.from(wrong, (b) => String.fromCharCode(b)).join("")),
+    path: [],
   }));
   net.rejects(net.tx(challenger, "seal", { claim_id: claimId, object_root: root }), "seal_mismatch");
   net.rejects(
@@ -220,7 +239,13 @@ Deno.test("an answered availability challenge refunds the challenger and reopens
     }),
   );
   net.rejects(
-    net.tx(challenger, "upload", { claim_id: claimId, object_root: object, index: 0, data: "AA==" }),
+    net.tx(challenger, "upload", {
+      claim_id: claimId,
+      object_root: object,
+      index: 0,
+      data: "AA==",
+      path: [],
+    }),
     "not_owner",
   ); // the claim owner publishes an availability answer
   const h = net.height;
