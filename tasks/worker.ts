@@ -6,7 +6,7 @@ import { assertConformance } from "../kernels/conformance.ts";
 import { parse, required, runTask, UsageError } from "./_cli.ts";
 import { SERVER_FLAG_HELP, SERVER_FLAG_OPTIONS, serverLimits } from "./_server_flags.ts";
 
-const HELP = `deno task worker --home DIR [--port N] [--forge optimizer|forward|backward|score]
+const HELP = `deno task worker --home DIR [--port N] [--forge optimizer|forward|backward|score|chunks]
 
 Run a Worker: computes the pipeline stages a sponsor assigns to it, journals every operation in
 DIR/journal.sqlite before computing and before replying, keeps every activation, gradient and component in
@@ -21,7 +21,8 @@ Options:
   --forge MODE      dishonest worker for tests and demos: flip one bit of the updated component
                     (optimizer), of the output of the stage's block n/2 rounded down (forward: the last of
                     one or two blocks, block 2 of 3), or of the gradient sent back (backward),
-                    or report the losses of a group's first score windows halved (score)
+                    or report the losses of a group's first score windows halved (score), or commit a
+                    wrong chunk root for the stage's first parent component (chunks)
 ${SERVER_FLAG_HELP}
   -h, --help        show this help`;
 

@@ -207,6 +207,9 @@ export function workerActor(deps: WorkerDeps) {
         for (const r of stageObjects(o.parent, base, o.stage)) {
           chunk_roots[r] = known.get(r) ?? await chunks.of(r, () => cache.bytes(r, "object"));
         }
+        if (forge === "chunks") {
+          chunk_roots[o.parent.components[o.partition[0]!]!] = chunkRoot(new Uint8Array(0));
+        }
         const trace: StageTrace = { ...base, chunk_roots };
         await store.put(canonicalBytes(trace as unknown as JsonValue));
         return { scale: toHexFloat(scale), components, trace: trace as unknown as JsonObject };

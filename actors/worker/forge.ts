@@ -1,12 +1,14 @@
 /**
- * Dishonest workers for tests and demos (`--forge optimizer|forward|backward|score`): each of the first three
+ * Dishonest workers for tests and demos (`--forge optimizer|forward|backward|score|chunks`): each of the first three
  * flips the lowest mantissa bit of one float32 in one committed file — the first element of an updated
  * component, of the output of the stage's block ⌊n/2⌋ (of its n blocks: the last of one or two, block 2 of
  * 3; on a stage without blocks, the embedding's), or of the gradient sent back (on stage 0, which sends no
  * gradient, the last bit of the committed squared norm). Everything downstream uses the forged bytes, so the record stays
  * graph-consistent and only a replay of the forger's stage can tell. `score` reports every window loss of a
  * score head at offset 0 (a group's first windows) halved — a better-looking model that only the head
- * referee can tell; later windows are scored honestly.
+ * referee can tell; later windows are scored honestly. `chunks` computes honestly but commits, in its trace's
+ * `chunk_roots`, the empty object's chunk root for its stage's first parent component (a tree that would
+ * refuse that component's true chunks at `upload`).
  *
  * @example
  * ```ts
@@ -19,10 +21,10 @@ import { fromHexFloat, toHexFloat } from "../../core/hex_float.ts";
 import { blocksOf } from "../../kernels/boundary.ts";
 
 /** What a forger perturbs. */
-export type Forge = "optimizer" | "forward" | "backward" | "score";
+export type Forge = "optimizer" | "forward" | "backward" | "score" | "chunks";
 
 /** The forge modes, for option parsing. */
-export const FORGES: readonly Forge[] = ["optimizer", "forward", "backward", "score"];
+export const FORGES: readonly Forge[] = ["optimizer", "forward", "backward", "score", "chunks"];
 
 /** Parses a `--forge` value (undefined when not given); `bad_request` for an unknown mode. */
 export function parseForge(value: string | undefined): Forge | null {

@@ -5,6 +5,8 @@ import { runSponsor, startNetwork } from "../sponsor/_network.ts";
 import { startTask } from "../worker/_process.ts";
 import { canonical } from "../../../core/canonical.ts";
 import { claimRecord } from "../../../actors/referee/check.ts";
+import { chunkRoot } from "../../../core/chunk_tree.ts";
+import type { JsonObject } from "../../../core/canonical.ts";
 import { componentParameters } from "../../../kernels/model.ts";
 import { TINY } from "../worker/_fixture.ts";
 import { alteredCopy, journalEvents, replayJournalProcess } from "../sponsor/_journal.ts";
@@ -310,3 +312,47 @@ for (const forged of [false, true]) {
     }
   });
 }
+
+Deno.test({
+  name:
+    "a worker committing a wrong chunk root cannot block the referee: it files a chunks challenge, uploads the object without paths and gets the claim rejected with the slash",
+  ignore: Deno.env.get("NEURO_SLOW") !== "1",
+  async fn() {
+    const net = await startNetwork({ workers: 2, forge: [null, "chunks"], challengeBlocks: 80 });
+    const referee = await startTask("referee", refereeArgs(net), { listens: false });
+    try {
+      const chain = new ChainClient(net.rpc);
+      const run = await runSponsor(net, ["--steps", "1", "--budget", "1"]);
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      const claimId = (await referee.waitFor(/^claim [0-9a-f]{64} /)).split(" ")[1]!;
+      // The numbers are honest: only the chunk root of stage 1's first parent component is wrong.
+      await referee.waitFor(new RegExp(`^verdict ${claimId} stage 1 mismatch chunk root$`));
+      await referee.waitFor(new RegExp(`^outcome ${claimId} caught: rejected`), 120_000);
+      const c = await chain.claim(claimId);
+      const state = c!.state as { status: string; reason: string; claim: { challenge: JsonObject } };
+      assert.equal(state.status, "rejected");
+      assert.equal(state.reason, "mismatch: chunk root");
+      const { traces } = await claimRecord(chain, claimId);
+      const genesis = await chain.manifest((await chain.lifecycle()).learning_root as string);
+      const object = genesis.components[traces[1]!.partition[0]!]!;
+      assert.equal(traces[1]!.chunk_roots[object], chunkRoot(new Uint8Array(0)));
+      const ch = state.claim.challenge as {
+        phase: string;
+        object_root: string;
+        needed: string[];
+        sealed: string[];
+      };
+      assert.deepEqual([ch.phase, ch.object_root, ch.needed, ch.sealed], ["chunks", object, [object], [
+        object,
+      ]]);
+      const ref = await chain.account(net.accounts.referee);
+      assert.equal(
+        ref.balance,
+        50 * ATOMS_PER_NEURO + DEVNET_PARAMS.claim_bond / 2 - ref.nonce * DEVNET_PARAMS.fee,
+      );
+    } finally {
+      await referee.stop();
+      await net.close();
+    }
+  },
+});

@@ -35,7 +35,7 @@ Deno.test("deno task worker --forge with an unknown mode is a usage error naming
     assert.equal(r.code, 2);
     assert.match(
       r.stderr,
-      /^error: Cannot forge: mode is loss, expected one of optimizer, forward, backward, score\n/,
+      /^error: Cannot forge: mode is loss, expected one of optimizer, forward, backward, score, chunks\n/,
     );
     assert.deepEqual([...Deno.readDirSync(home)], []);
   } finally {
