@@ -104,15 +104,17 @@ export async function buildEpochTemplate(
       evaluation_documents: EPOCH_EVALUATION_DOCUMENTS,
     },
     params: {
-      proposal_blocks: 400,
+      // Generous deadlines (they cost nothing when met): a proposal's review and votes, a lease and a claim's
+      // life of minutes, so a controller killed and restarted on a busy machine resumes its proposal,
+      // reservation and claims in time and a crashed run makes the same attempts as an uninterrupted one
+      // (with 400 blocks, 60 s, a step's lease and a proposal both expired under a load average of 35).
+      proposal_blocks: 2_000,
       activation_blocks: 2,
       steps_per_cohort: EPOCH_STEPS,
       challenge_blocks: 6,
       min_inference_blocks: 7,
-      // Generous leases and claim lifetimes: a controller killed and restarted on a busy machine resumes
-      // its reservation and claims in time, so a crashed run makes the same attempts as an uninterrupted one.
-      lease_blocks: 400,
-      max_claim_blocks: 1_200,
+      lease_blocks: 2_000,
+      max_claim_blocks: 4_000,
       evaluation_blocks: 100_000,
     },
   });

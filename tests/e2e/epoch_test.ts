@@ -137,7 +137,11 @@ Deno.test({
       const text = await runEpoch(["history", "--home", net.home]);
       assert.match(
         text.stdout,
-        /^epoch 1: (promoted \(promote\)|kept \(keep\)); cohort [0-9a-f]{64}; 2 steps of 2 attempts; losses [0-9.]+ [0-9.]+; cost 40000 atoms; /,
+        new RegExp(
+          `^epoch 1: (promoted \\(promote\\)|kept \\(keep\\)); cohort [0-9a-f]{64}; 2 steps of 2 attempts; losses [0-9.]+ [0-9.]+; cost ${
+            (1 + 1 + 2 * EPOCH_STEPS + 1 + SCORES + 1) * DEVNET_PARAMS.fee
+          } atoms; `,
+        ),
       );
 
       // The day allows one epoch: a second run is refused, sends nothing and charges nothing.
