@@ -77,6 +77,8 @@ export interface Smollm2BuildOptions {
   readonly dir: string;
   /** The fetched GGUF (`deno task model:fetch-smollm2`). */
   readonly gguf: string;
+  /** Parameters over `SMOLLM2_PARAMS` (a test's shorter lease, say); the pinned contents stay the same. */
+  readonly params?: Partial<WorkflowParams>;
 }
 
 /** The genesis fields the contents pin: model, codec, and the one training batch with its rate and clip. */
@@ -171,7 +173,7 @@ export async function ensureSmollm2Devnet(
     blockIntervalMs: 1_000,
     accounts,
     ...smollm2TrainingFields(contents),
-    params: SMOLLM2_PARAMS,
+    params: { ...SMOLLM2_PARAMS, ...options.params },
   });
   progress("storing the model once and linking it into the workers' and the referee's homes");
   const shared = new ObjectStore(`${staging}/objects`);
