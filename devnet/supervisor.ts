@@ -97,6 +97,7 @@ export class Supervisor {
   readonly #children = new Map<string, Child>();
   #watchdog: { process: Deno.ChildProcess; writer: WritableStreamDefaultWriter<Uint8Array> } | null = null;
   #exitHandler: (child: Child, code: number) => void = () => {};
+  #saving: Promise<void> = Promise.resolve();
 
   private constructor(dir: string) {
     this.dir = Deno.realPathSync(dir);
@@ -171,11 +172,20 @@ export class Supervisor {
     return [...this.#children.keys()];
   }
 
-  async #savePids(): Promise<void> {
-    const children = [...this.#children.values()].map((c) => ({ name: c.name, pid: c.pid }));
-    const tmp = `${this.dir}/pids.json.tmp`;
-    await Deno.writeTextFile(tmp, JSON.stringify({ supervisor: Deno.pid, children }) + "\n");
-    await Deno.rename(tmp, `${this.dir}/pids.json`);
+  /**
+   * Rewrites `pids.json` with the children running now. Saves run one after another (a child's exit saves in
+   * the background while a start may be saving), each through its own temporary file and an atomic rename.
+   */
+  #savePids(): Promise<void> {
+    const save = async () => {
+      const children = [...this.#children.values()].map((c) => ({ name: c.name, pid: c.pid }));
+      const tmp = `${this.dir}/pids.json.${crypto.randomUUID()}.tmp`;
+      await Deno.writeTextFile(tmp, JSON.stringify({ supervisor: Deno.pid, children }) + "\n");
+      await Deno.rename(tmp, `${this.dir}/pids.json`);
+    };
+    const next = this.#saving.then(save, save);
+    this.#saving = next.catch(() => {});
+    return next;
   }
 
   /** Starts a child and, unless `listens` is false, waits (up to `timeoutMs`) until it listens. */
@@ -237,10 +247,12 @@ export class Supervisor {
     this.#children.set(spec.name, child);
     await this.#savePids();
     void exited.then((code) => {
-      if (this.#children.get(spec.name) === child) {
+      // The entry is replaced by a copy with its URL once the child listens: compare the process, not the entry.
+      const current = this.#children.get(spec.name);
+      if (current?.process === process) {
         this.#children.delete(spec.name);
         void this.#savePids().catch(() => {});
-        if (!spec.expectsExit) this.#exitHandler(child, code);
+        if (!spec.expectsExit) this.#exitHandler(current, code);
       }
     });
     if (spec.listens === false) return child;

@@ -57,6 +57,31 @@ Deno.test("a child that exits before listening fails its start with its last lin
   }
 });
 
+Deno.test("a listening child that dies is forgotten and its exit is reported with its URL", async () => {
+  const dir = await Deno.realPath(await Deno.makeTempDir());
+  const sup = await Supervisor.open(dir);
+  const reported: string[] = [];
+  let seen: () => void = () => {};
+  const exitSeen = new Promise<void>((r) => (seen = r));
+  sup.onUnexpectedExit((c, code) => (reported.push(`${c.name} ${c.url} ${code}`), seen()));
+  try {
+    const w = await sup.start({ name: "worker-0", task: "worker", args: ["--home", `${dir}/w0`] });
+    Deno.kill(w.pid, "SIGKILL");
+    await exitSeen;
+    assertEquals(reported, [`worker-0 ${w.url} 137`]);
+    assertEquals(sup.names(), []);
+    // The pid file is rewritten in the background after the exit.
+    for (let i = 0; i < 200 && pids(dir).children.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assertEquals(pids(dir).children, []);
+  } finally {
+    await sup.stopAll();
+    await sup.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("opening a devnet whose supervisor died SIGKILLs the children it left; a live supervisor is refused", async () => {
   const dir = await Deno.realPath(await Deno.makeTempDir());
   const first = await Supervisor.open(dir);
