@@ -6,8 +6,8 @@
  */
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
-import { buildManifest } from "../kernels/manifest.ts";
-import { componentNames, componentParameters } from "../kernels/model.ts";
+import { manifestOf } from "../kernels/manifest.ts";
+import { componentParameters } from "../kernels/model.ts";
 import { place } from "../kernels/placement.ts";
 import { trainStep } from "../kernels/step.ts";
 
@@ -22,8 +22,7 @@ const loaded = peakMb();
 const block = componentParameters(c, "block_000");
 const stage0 = componentParameters(c, "embed") + componentParameters(c, "norm") + 10 * block;
 const partitions = place(c, [stage0, 10 * block, 10 * block]);
-const roots = Object.fromEntries(componentNames(c).map((n, i) => [n, i.toString(16).padStart(64, "0")]));
-const manifest = buildManifest(c, roots, { origin: { format: "gguf" }, tokenizer_root: "0".repeat(64) });
+const manifest = manifestOf(model, { origin: { format: "gguf" }, tokenizer_root: "0".repeat(64) });
 const ids = Array.from({ length: 64 }, (_, t) => (t * 977 + 13) % c.vocab_size);
 const t0 = performance.now();
 const out = trainStep({

@@ -25,7 +25,7 @@ import { generateDrafted } from "../kernels/draft_verify.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
 import { makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
-import { buildManifest } from "../kernels/manifest.ts";
+import { manifestOf } from "../kernels/manifest.ts";
 import { componentNames, componentParameters, type Model } from "../kernels/model.ts";
 import { place } from "../kernels/placement.ts";
 import { rotaryTables } from "../kernels/rotary.ts";
@@ -89,13 +89,7 @@ if (!present) {
   const stage0 = componentParameters(c, "embed") +
     componentParameters(c, "norm") + 10 * blockParams;
   const partitions = place(c, [stage0, 10 * blockParams, 10 * blockParams]);
-  const roots = Object.fromEntries(
-    componentNames(c).map((n, i) => [n, i.toString(16).padStart(64, "0")]),
-  );
-  const manifest = buildManifest(c, roots, {
-    origin: { format: "gguf" },
-    tokenizer_root: "0".repeat(64),
-  });
+  const manifest = manifestOf(model, { origin: { format: "gguf" }, tokenizer_root: "0".repeat(64) });
   const batch = { input_ids: [ids], labels: [[...ids.slice(1), -100]] };
 
   const llama = await llamaThroughput(PATH); // measured now, next to ours

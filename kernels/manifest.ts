@@ -22,7 +22,7 @@ import {
   type JsonObject,
   type JsonValue,
 } from "../core/canonical.ts";
-import { id } from "../core/digest.ts";
+import { id, sha256Hex } from "../core/digest.ts";
 import { ProtocolError } from "../core/errors.ts";
 import { isRoot } from "../core/hex.ts";
 import type { ObjectStore } from "../core/object_store.ts";
@@ -131,6 +131,19 @@ export async function storeModel(
   const manifest = buildManifest(model.config, roots, info);
   const root = await store.put(canonicalBytes(manifest));
   return { manifest, root };
+}
+
+/**
+ * The manifest of `model` without storing it: each component's root is the SHA-256 of its canonical file,
+ * built one component at a time (so at most one file is held). A training step checks the parent's roots
+ * against the files it commits chunk trees for, so a manifest of made-up roots is refused.
+ */
+export function manifestOf(model: Model, info: ManifestInfo): Manifest {
+  const roots: Record<string, string> = {};
+  for (const name of componentNames(model.config)) {
+    roots[name] = sha256Hex(writeSafetensors(model.components[name]!));
+  }
+  return buildManifest(model.config, roots, info);
 }
 
 /**

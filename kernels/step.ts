@@ -74,6 +74,21 @@ export function trainStep(input: StepInput): StepOutput {
     objects.set(root, bytes);
     return root;
   };
+  // The chunk roots of the parent's component files (the step holds their tensors, not their files), taken
+  // before any activation or gradient exists so that each file, built one at a time, never adds to the peak.
+  // Only a file that hashes to the manifest's root counts; a component that cannot be written (a non-finite
+  // value) is left for the forward pass to refuse, as before.
+  const parentChunks = new Map<string, string>();
+  for (const [name, r] of Object.entries(manifest.components)) {
+    const tensors = model.components[name];
+    let bytes: Uint8Array | undefined;
+    try {
+      bytes = tensors === undefined ? undefined : writeSafetensors(tensors);
+    } catch {
+      bytes = undefined;
+    }
+    if (bytes !== undefined && sha256Hex(bytes) === r) parentChunks.set(r, chunkRoot(bytes));
+  }
   const parentRoot = id(manifest as unknown as JsonValue);
   const batchRoot = put(canonicalBytes(batch));
   const S = partitions.length;
@@ -153,16 +168,6 @@ export function trainStep(input: StepInput): StepOutput {
   };
   const candidateRoot = put(canonicalBytes(candidateManifest));
 
-  // The parent's component files, for their chunk roots (the step holds their tensors, not their files).
-  const parentNames = new Map(Object.entries(manifest.components).map(([n, r]) => [r, n]));
-  const parentFile = (r: string): Uint8Array => {
-    const name = parentNames.get(r);
-    const bytes = name === undefined ? undefined : writeSafetensors(model.components[name]!);
-    if (bytes === undefined || sha256Hex(bytes) !== r) {
-      throw new Error(`Cannot trace the step: object ${r} is neither committed nor a parent component file`);
-    }
-    return bytes;
-  };
   const lr = toHexFloat(input.learningRate), sc = toHexFloat(scale), loss = toHexFloat(headLoss);
   const traces: StageTrace[] = partitions.map((p, i) => ({
     parent: parentRoot,
@@ -184,7 +189,14 @@ export function trainStep(input: StepInput): StepOutput {
     chunk_roots: chunkRootsFor(manifest, t, i, (r) => {
       const known = bounds[i]!.chunkRoots.get(r);
       if (known !== undefined) return known;
-      const bytes = objects.get(r) ?? parentFile(r);
+      const parent = parentChunks.get(r);
+      if (parent !== undefined) return parent;
+      const bytes = objects.get(r);
+      if (bytes === undefined) {
+        throw new Error(
+          `Cannot trace the step: object ${r} is neither committed nor a parent component file`,
+        );
+      }
       return chunkRoot(bytes);
     }),
   }));
