@@ -166,6 +166,23 @@ export interface DevnetRun {
  */
 export const TEST_CHALLENGE = ["--challenge-blocks", "80"] as const;
 
+/** `deno run` arguments of a shortened devnet (1 epoch, 1 step, the tests' challenge window) in `dir`. */
+export function shortDevnetArgs(dir: string, ...extra: string[]): string[] {
+  return [
+    "run",
+    "--allow-all",
+    "tasks/devnet.ts",
+    "--dir",
+    dir,
+    "--epochs",
+    "1",
+    "--steps",
+    "1",
+    ...TEST_CHALLENGE,
+    ...extra,
+  ];
+}
+
 /**
  * Runs `deno run tasks/devnet.ts --json --dir DIR ...TEST_CHALLENGE ...args` (or `deno task devnet` with
  * `viaTask`); with `killAt`, SIGKILLs the devnet process when a progress line matches it.

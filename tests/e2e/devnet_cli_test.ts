@@ -1,5 +1,5 @@
 import { deepStrictEqual as assertEquals, equal, match } from "node:assert/strict";
-import { killLeftovers, liveChildren, runDevnet, TEST_CHALLENGE } from "./_devnet.ts";
+import { killLeftovers, liveChildren, runDevnet, shortDevnetArgs } from "./_devnet.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -58,19 +58,7 @@ Deno.test("SIGINT stops the devnet and every process it started (exit 130); --re
   const dir = `${tmp}/devnet`;
   try {
     const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--allow-all",
-        "tasks/devnet.ts",
-        "--dir",
-        dir,
-        "--epochs",
-        "1",
-        "--steps",
-        "1",
-        ...TEST_CHALLENGE,
-        "--no-forge",
-      ],
+      args: shortDevnetArgs(dir, "--no-forge"),
       cwd: ROOT,
       stdout: "piped",
       stderr: "piped",

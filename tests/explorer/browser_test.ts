@@ -11,7 +11,7 @@ import { deepStrictEqual as assertEquals, equal, match } from "node:assert/stric
 import { DatabaseSync } from "node:sqlite";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import type { DevnetSummary } from "../../devnet/summary.ts";
-import { killLeftovers, liveChildren, TEST_CHALLENGE } from "../e2e/_devnet.ts";
+import { killLeftovers, liveChildren, shortDevnetArgs } from "../e2e/_devnet.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -68,20 +68,7 @@ async function devnetWithExplorer(dir: string): Promise<{
   stderr: string[];
 }> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      "tasks/devnet.ts",
-      "--dir",
-      dir,
-      "--epochs",
-      "1",
-      "--steps",
-      "1",
-      ...TEST_CHALLENGE,
-      "--json",
-      "--explorer",
-    ],
+    args: shortDevnetArgs(dir, "--json", "--explorer"),
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
