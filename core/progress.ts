@@ -56,17 +56,23 @@ export function measure(done: number, total: number | null, elapsedMs: number): 
   return { rate, eta, fraction };
 }
 
-/** One progress line: label, amount done (of total), percent, rate and ETA. */
+/**
+ * One progress line: label, amount done (of total), percent, rate and ETA. Before `rateAfterMs` of elapsed
+ * time (default 0) the rate and ETA are left out: measured over the first few events of bursty work (a
+ * block's worth of uploads) they mean nothing.
+ */
 export function progressText(
   label: string,
   done: number,
   total: number | null,
   elapsedMs: number,
   unit: "bytes" | "items",
+  rateAfterMs = 0,
 ): string {
   const m = measure(done, total, elapsedMs);
   const of = total === null ? amount(done, unit) : `${amount(done, unit)} / ${amount(total, unit)}`;
   const pct = m.fraction === null ? "" : `  ${Math.floor(m.fraction * 100)}%`;
+  if (elapsedMs < rateAfterMs) return `${label}  ${of}${pct}`;
   const rate = `  ${amount(m.rate, unit)}/s`;
   const eta = m.eta === null ? "" : `  ETA ${duration(m.eta)}`;
   return `${label}  ${of}${pct}${rate}${eta}`;

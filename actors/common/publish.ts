@@ -204,8 +204,11 @@ export async function publishNeeded(input: {
   committed?: (root: string) => boolean;
   extra?: readonly TxSpec[];
   onTx?: (what: string, s: Submission) => void;
-  /** Told the uploaded bytes so far and the bytes this call uploads in all, after each committed chunk. */
-  onUpload?: (done: number, total: number) => void;
+  /**
+   * Told the uploaded bytes so far, the bytes this call uploads in all and the milliseconds since the first
+   * transaction was sent (fetching the objects before it is not counted), after each committed chunk.
+   */
+  onUpload?: (done: number, total: number, elapsedMs: number) => void;
 }): Promise<Submission[]> {
   const txs = [
     ...await publishTxs(input.claimId, input.challenge, input.fetch, input.committed),
@@ -216,12 +219,13 @@ export async function publishNeeded(input: {
   );
   const total = [...bytes.values()].reduce((n, b) => n + b, 0);
   let done = 0;
+  const started = performance.now();
   return await submitBatch(input.chain, input.submitter, input.key, txs, (what, s) => {
     input.onTx?.(what, s);
     const b = bytes.get(what);
     if (b === undefined || s.status !== "committed") return;
     done += b;
-    input.onUpload?.(done, total);
+    input.onUpload?.(done, total, performance.now() - started);
   });
 }
 

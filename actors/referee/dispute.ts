@@ -19,6 +19,9 @@ import { measure, progressText } from "../../core/progress.ts";
 import { fetchObject, type StageVerdict } from "./check.ts";
 import type { RefereeSetup } from "./referee.ts";
 
+/** The upload rate and ETA are shown after this long: over the first block or two of uploads they mean nothing. */
+const RATE_AFTER_MS = 2_000;
+
 /** Challenges stage `stage`, publishes what it needs and resolves (fraud); or challenges availability. */
 export async function dispute(
   setup: RefereeSetup,
@@ -65,7 +68,6 @@ export async function dispute(
   // Everything left in one pipelined batch: the uploads and seals still missing, then the resolve. A training
   // claim's chunks carry their Merkle paths (its traces commit their objects' chunk roots).
   const answer = await chain.claim(claimId);
-  const started = performance.now();
   await publishNeeded({
     chain,
     submitter,
@@ -88,18 +90,18 @@ export async function dispute(
         : `${what} refused: ${s.code} ${s.message}`;
       setup.emit({ event: what === "resolve" ? "resolve" : "publish", claim_id: claimId, stage, detail });
     },
-    onUpload: (done, total) => {
-      const elapsed = performance.now() - started;
+    onUpload: (done, total, elapsed) => {
       const m = measure(done, total, elapsed);
+      const early = elapsed < RATE_AFTER_MS;
       setup.emit({
         event: "progress",
         claim_id: claimId,
         stage,
-        detail: progressText("uploaded", done, total, elapsed, "bytes"),
+        detail: progressText("uploaded", done, total, elapsed, "bytes", RATE_AFTER_MS),
         bytes_done: done,
         bytes_total: total,
-        rate: Math.round(m.rate),
-        eta_s: m.eta === null ? null : Math.round(m.eta),
+        rate: early ? null : Math.round(m.rate),
+        eta_s: early || m.eta === null ? null : Math.round(m.eta),
       });
     },
   });

@@ -18,6 +18,15 @@ Deno.test("progress text shows amount, percent, rate and ETA", () => {
     "reading x  45.0 MiB / 134.0 MiB  33%  11.3 MiB/s  ETA 8s",
   );
   assertEquals(progressText("merges", 1_500, null, 3_000, "items"), "merges  1,500  500/s");
+  // Before `rateAfterMs` the rate and ETA are left out; from it on they are shown.
+  assertEquals(
+    progressText("uploaded", 2_048, 1024 * 1024, 900, "bytes", 2_000),
+    "uploaded  2.0 KiB / 1.0 MiB  0%",
+  );
+  assertEquals(
+    progressText("uploaded", 512 * 1024, 1024 * 1024, 2_000, "bytes", 2_000),
+    "uploaded  512.0 KiB / 1.0 MiB  50%  256.0 KiB/s  ETA 2s",
+  );
   assertEquals([amount(1023, "bytes"), amount(1536, "bytes"), duration(125), duration(3725)], [
     "1023 B",
     "1.5 KiB",
