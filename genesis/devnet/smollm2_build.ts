@@ -5,7 +5,7 @@
  * same roots), `SMOLLM2_PARAMS` (windows long enough for a real stage to be computed, replayed and disputed),
  * and the validator homes of `ledger_devnet.ts`; homes with an account key and a bearer token (0600) for four
  * workers (three hold the 30-block model at 48M parameters each, the fourth takes the blocks a growth adds), a
- * forging worker, the sponsor and the referee. The model's objects are written once into `objects/` and
+ * forging worker, the sponsor, the referee, a Provider (serving the genesis model) and a paying client. The model's objects are written once into `objects/` and
  * hard-linked into every home that computes or checks stages (no copy per home; validators need none: a
  * dispute brings them the sealed bytes).
  *
@@ -31,20 +31,27 @@ import type { DevnetContents } from "./contents.ts";
 import { smollm2Contents } from "./smollm2_contents.ts";
 
 /**
- * The SmolLM2 devnet's parameters beside `DEVNET_PARAMS` (1 s blocks), sized for a loaded two-core machine
- * (measured there: a step of 518 blocks, a dispute of 505, stage replays of 80 s each, so that a referee took
- * more than 240 blocks to reach the third stage): a lease of 1,800 blocks for a step that takes about 25 s
- * alone; a 600-block challenge window for a referee replaying four real stages; 1,200 blocks for the 184
- * upload and seal transactions of a forged stage and its resolve; paid inference windows longer than the
- * challenge window.
+ * The SmolLM2 devnet's parameters beside `DEVNET_PARAMS` (1 s blocks; PROTOCOL §15.1 gives the measurements).
+ * The challenge windows are what a check-1 run mostly waits for (three of them: the honest step, the growth,
+ * the grown step), so they are sized from what the referee needs now, not from the first runs:
+ *
+ * - `challenge_blocks` 300: the referee's verdict on a real step is in well before (stage replays of 7, 4 and
+ *   3 s at a load average of 18; the worst ever measured, at load 25 with the kernels of the first run, was
+ *   the fourth stage of the grown step 260 s after its claim, and 240 blocks to reach a forged third stage);
+ * - `availability_blocks` 720: a forged step's dispute now uploads the one pinpointed block (19 upload and
+ *   seal transactions, 20 s at load 18), and the proposer holds the resolve at most 300 s while validators
+ *   compute its verdict ahead: 2.2× that worst case;
+ * - `lease_blocks` 1,200: 2.3× the slowest step measured (518 blocks reserve → claim at load 25);
+ * - `max_claim_blocks` 1,500: a challenge window, a dispute's availability window and a reopened window;
+ * - paid inference windows longer than the challenge window (PROTOCOL §8).
  */
 export const SMOLLM2_PARAMS: Partial<WorkflowParams> = {
-  lease_blocks: 1_800,
-  challenge_blocks: 600,
-  availability_blocks: 1_200,
-  max_claim_blocks: 2_400,
+  lease_blocks: 1_200,
+  challenge_blocks: 300,
+  availability_blocks: 720,
+  max_claim_blocks: 1_500,
   // Paid inference must outlast a challenge window (PROTOCOL §8).
-  min_inference_blocks: 700,
+  min_inference_blocks: 400,
   max_inference_blocks: 1_200,
 };
 
@@ -56,6 +63,10 @@ export const SMOLLM2_FUNDING = {
   sponsor: 1_000 * ATOMS_PER_NEURO,
   referee: 100 * ATOMS_PER_NEURO,
   worker: 10 * ATOMS_PER_NEURO,
+  /** Locks `provider_bond` per response (PROTOCOL §8). */
+  provider: 100 * ATOMS_PER_NEURO,
+  /** Pays for the answer bought through paid inference. */
+  client: 10 * ATOMS_PER_NEURO,
 } as const;
 
 /** The homes of the SmolLM2 devnet's actors, in the order their keys are made. */
@@ -67,10 +78,12 @@ export const SMOLLM2_ACTORS = [
   "forger",
   "sponsor",
   "referee",
+  "provider",
+  "client",
 ];
 
-/** The homes that compute or check stages and so get the genesis objects. */
-const OBJECT_HOMES = ["worker-0", "worker-1", "worker-2", "worker-3", "forger", "referee"];
+/** The homes that compute or check stages, or serve the genesis model, and so get the genesis objects. */
+const OBJECT_HOMES = ["worker-0", "worker-1", "worker-2", "worker-3", "forger", "referee", "provider"];
 
 /** Options of the build. */
 export interface Smollm2BuildOptions {
@@ -163,7 +176,7 @@ export async function ensureSmollm2Devnet(
     await loadToken(`${staging}/${name}/token`);
     const balance = name.startsWith("worker") || name === "forger"
       ? SMOLLM2_FUNDING.worker
-      : SMOLLM2_FUNDING[name as "sponsor" | "referee"];
+      : SMOLLM2_FUNDING[name as "sponsor" | "referee" | "provider" | "client"];
     accounts.push({ id: key.accountId, balance });
   }
   await writeDevnetGenesis({

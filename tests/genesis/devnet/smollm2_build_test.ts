@@ -47,9 +47,14 @@ Deno.test("the pinned SmolLM2 genesis is valid: the pinned weights, 134,515,008 
     assert.equal(genesis.training!.batches.length, 1);
     const batch = validateBatch(genesis.training!.batches[0] as never, SMOLLM2_CONFIG);
     assert.deepEqual([batch.input_ids.length, batch.input_ids[0]!.length], [2, 128]);
-    assert.equal(genesis.params.challenge_blocks, 600);
-    assert.equal(genesis.params.availability_blocks, 1_200);
-    assert.equal(genesis.params.lease_blocks, 1_800);
+    assert.equal(genesis.params.challenge_blocks, 300);
+    assert.equal(genesis.params.availability_blocks, 720);
+    assert.equal(genesis.params.lease_blocks, 1_200);
+    assert.equal(genesis.params.max_claim_blocks, 1_500);
+    assert.deepEqual([genesis.params.min_inference_blocks, genesis.params.max_inference_blocks], [
+      400,
+      1_200,
+    ]);
     assert.equal(genesis.data, null);
   } finally {
     await Deno.remove(dir, { recursive: true });
