@@ -71,15 +71,19 @@ export async function hasInferenceHomes(layout: DevnetLayout): Promise<boolean> 
   }
 }
 
-/** Runs the phase to its end (or resumes it); every job ends settled or expired. */
+/**
+ * Runs the phase to its end (or resumes it); every job ends settled or expired. `asked` replaces
+ * `DEVNET_QUESTIONS` (the SmolLM2 devnet asks its one question of the honest provider).
+ */
 export async function runInferencePhase(
   sup: Supervisor,
   layout: DevnetLayout,
   rpc: string,
   forge: boolean,
   say: (line: string) => void,
+  asked: readonly { provider: "provider" | "provider-forger"; prompt: string }[] = DEVNET_QUESTIONS,
 ): Promise<void> {
-  const questions = DEVNET_QUESTIONS.filter((q) => forge || q.provider === "provider");
+  const questions = asked.filter((q) => forge || q.provider === "provider");
   const providers = [...new Set(questions.map((q) => q.provider))];
   for (const name of providers) {
     const home = name === "provider" ? layout.provider : layout.providerForger;
