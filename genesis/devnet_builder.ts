@@ -191,14 +191,8 @@ export async function ensureDevnet(
   progress: (line: string) => void = () => {},
 ): Promise<DevnetLayout & { built: boolean }> {
   const dir = options.dir.replace(/\/+$/, "");
-  if (await exists(`${dir}/genesis.json`)) return { ...(await readDevnet(dir)), built: false };
-  if (await exists(dir)) {
-    throw new ProtocolError("key_exists", `Cannot build devnet: ${dir} exists but holds no genesis.json`);
-  }
-  const staging = `${dir}.building`;
-  await Deno.remove(staging, { recursive: true }).catch((e) => {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  });
+  const staging = await beginDevnetBuild(dir);
+  if (staging === null) return { ...(await readDevnet(dir)), built: false };
   progress("training the devnet tokenizer and initialising the devnet model");
   const contents = devnetContents();
   const sources = devnetSourceFiles();
@@ -221,12 +215,7 @@ export async function ensureDevnet(
     ["provider-forger", DEVNET_FUNDING.provider] as const,
     ["client", DEVNET_FUNDING.client] as const,
   ];
-  const accounts = [];
-  for (const [name, balance] of actors) {
-    const key = await createKeyFile(`${staging}/${name}/account.key`);
-    await loadToken(`${staging}/${name}/token`);
-    accounts.push({ id: key.accountId, balance });
-  }
+  const accounts = await createActorHomes(staging, actors);
   const ledger = await writeDevnetGenesis({
     out: staging,
     validators: options.validators ?? 4,
@@ -254,6 +243,45 @@ export async function ensureDevnet(
   const homes = [...ledger.homes.map((h) => h.slice(h.lastIndexOf("/") + 1)), ...actors.map(([n]) => n)];
   await storeContents(new ObjectStore(`${staging}/objects`), contents);
   for (const home of homes) await storeContents(new ObjectStore(`${staging}/${home}/objects`), contents);
+  return await finishDevnetBuild(staging, dir);
+}
+
+/**
+ * The start of a devnet build at `dir` (no trailing slash): null when `dir` already holds a genesis (nothing
+ * to build), else the empty staging folder `<dir>.building/` (an earlier interrupted build's is removed);
+ * `key_exists` when `dir` exists without a genesis.
+ */
+export async function beginDevnetBuild(dir: string): Promise<string | null> {
+  if (await exists(`${dir}/genesis.json`)) return null;
+  if (await exists(dir)) {
+    throw new ProtocolError("key_exists", `Cannot build devnet: ${dir} exists but holds no genesis.json`);
+  }
+  const staging = `${dir}.building`;
+  await Deno.remove(staging, { recursive: true }).catch((e) => {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  });
+  return staging;
+}
+
+/** Makes each actor's home in `staging`: an account key and a bearer token (0600); the funded accounts. */
+export async function createActorHomes(
+  staging: string,
+  actors: readonly (readonly [name: string, balance: number])[],
+): Promise<{ id: string; balance: number }[]> {
+  const accounts = [];
+  for (const [name, balance] of actors) {
+    const key = await createKeyFile(`${staging}/${name}/account.key`);
+    await loadToken(`${staging}/${name}/token`);
+    accounts.push({ id: key.accountId, balance });
+  }
+  return accounts;
+}
+
+/** Renames the finished `staging` into place at `dir` and reads its layout. */
+export async function finishDevnetBuild(
+  staging: string,
+  dir: string,
+): Promise<DevnetLayout & { built: boolean }> {
   await Deno.mkdir(dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : ".", { recursive: true });
   await Deno.rename(staging, dir);
   return { ...(await readDevnet(dir)), built: true };

@@ -21,10 +21,15 @@ import { canonical, type JsonObject, type JsonValue } from "../../core/canonical
 import { id } from "../../core/digest.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import { ObjectStore } from "../../core/object_store.ts";
-import { createKeyFile } from "../../ledger/keys.ts";
-import { loadToken } from "../../actors/runtime/token.ts";
 import { ATOMS_PER_NEURO, type WorkflowParams } from "../../workflows/params.ts";
-import { DEVNET_GENESIS_TIME, type DevnetLayout, readDevnet } from "../devnet_builder.ts";
+import {
+  beginDevnetBuild,
+  createActorHomes,
+  DEVNET_GENESIS_TIME,
+  type DevnetLayout,
+  finishDevnetBuild,
+  readDevnet,
+} from "../devnet_builder.ts";
 import { writeDevnetGenesis } from "../ledger_devnet.ts";
 import pin from "../pins/smollm2_genesis.json" with { type: "json" };
 import type { DevnetContents } from "./contents.ts";
@@ -155,14 +160,8 @@ export async function ensureSmollm2Devnet(
   progress: (line: string) => void = () => {},
 ): Promise<DevnetLayout & { built: boolean }> {
   const dir = options.dir.replace(/\/+$/, "");
-  if (await exists(`${dir}/genesis.json`)) return { ...(await readDevnet(dir)), built: false };
-  if (await exists(dir)) {
-    throw new ProtocolError("key_exists", `Cannot build devnet: ${dir} exists but holds no genesis.json`);
-  }
-  const staging = `${dir}.building`;
-  await Deno.remove(staging, { recursive: true }).catch((e) => {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  });
+  const staging = await beginDevnetBuild(dir);
+  if (staging === null) return { ...(await readDevnet(dir)), built: false };
   progress(`importing SmolLM2 from ${options.gguf}`);
   const file = options.gguf.slice(options.gguf.lastIndexOf("/") + 1);
   let contents: DevnetContents | null = smollm2Contents(await Deno.readFile(options.gguf), file);
@@ -170,15 +169,17 @@ export async function ensureSmollm2Devnet(
   progress(
     `model ${contents.model.root} (${contents.model.manifest.parameters} parameters), codec ${contents.codec.root}`,
   );
-  const accounts = [];
-  for (const name of SMOLLM2_ACTORS) {
-    const key = await createKeyFile(`${staging}/${name}/account.key`);
-    await loadToken(`${staging}/${name}/token`);
-    const balance = name.startsWith("worker") || name === "forger"
-      ? SMOLLM2_FUNDING.worker
-      : SMOLLM2_FUNDING[name as "sponsor" | "referee" | "provider" | "client"];
-    accounts.push({ id: key.accountId, balance });
-  }
+  const accounts = await createActorHomes(
+    staging,
+    SMOLLM2_ACTORS.map((name) =>
+      [
+        name,
+        name.startsWith("worker") || name === "forger"
+          ? SMOLLM2_FUNDING.worker
+          : SMOLLM2_FUNDING[name as "sponsor" | "referee" | "provider" | "client"],
+      ] as const
+    ),
+  );
   await writeDevnetGenesis({
     out: staging,
     validators: 4,
@@ -197,7 +198,5 @@ export async function ensureSmollm2Devnet(
     await linkObjects(shared, new ObjectStore(`${staging}/${home}/objects`), roots);
   }
   await Deno.writeTextFile(`${staging}/model.json`, canonical({ model: "smollm2", gguf: file }) + "\n");
-  await Deno.mkdir(dir.includes("/") ? dir.slice(0, dir.lastIndexOf("/")) : ".", { recursive: true });
-  await Deno.rename(staging, dir);
-  return { ...(await readDevnet(dir)), built: true };
+  return await finishDevnetBuild(staging, dir);
 }
