@@ -44,6 +44,7 @@ import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
 import { hasEvaluatorHome, runEvaluationPhase } from "./evaluation_phase.ts";
 import { provideServingModel } from "./serve_model.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
+import { sponsorSpec } from "./sponsor_spec.ts";
 
 /** How to run the scenario. */
 export interface ScenarioOptions {
@@ -146,25 +147,13 @@ async function untilExit(run: DevnetRun, child: Child, what: string): Promise<vo
 
 /** Starts the sponsor toward `steps` settled steps (over every epoch) on the workers of `workersFile`. */
 async function sponsor(run: DevnetRun, workersFile: string, steps: number): Promise<Child> {
-  const child = await run.sup.start({
-    name: "sponsor",
-    task: "sponsor",
-    listens: false,
-    expectsExit: true,
-    args: [
-      "--home",
-      run.layout.sponsor,
-      "--rpc",
-      run.net.rpc,
-      "--workers",
-      workersFile,
-      "--steps",
-      String(steps),
-      "--budget",
-      String(sponsorBudget(run.scenario())),
-      "--json",
-    ],
-  });
+  const child = await run.sup.start(sponsorSpec({
+    home: run.layout.sponsor,
+    rpc: run.net.rpc,
+    workers: workersFile,
+    budget: sponsorBudget(run.scenario()),
+    work: ["--steps", String(steps)],
+  }));
   child.onLine((line) => {
     const p = progressLine("sponsor", line, run.scenario());
     if (p !== null) run.say(p);

@@ -17,6 +17,7 @@ import { Journal } from "../../actors/runtime/journal.ts";
 import { ChainView } from "../../devnet/chain_view.ts";
 import { finalTotals } from "../../devnet/summary.ts";
 import { type Child, Supervisor } from "../../devnet/supervisor.ts";
+import { sponsorSpec } from "../../devnet/sponsor_spec.ts";
 import { ensureSmollm2Devnet, SMOLLM2_FUNDING } from "../../genesis/devnet/smollm2_build.ts";
 import { SMOLLM2_CAPACITY } from "../../genesis/devnet/smollm2_contents.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
@@ -83,25 +84,15 @@ Deno.test({
           capacity: SMOLLM2_CAPACITY,
         }))),
       );
-      const sponsor = await sup.start({
-        name: "sponsor",
-        task: "sponsor",
-        listens: false,
-        expectsExit: true,
-        args: [
-          "--home",
-          layout.sponsor,
-          "--rpc",
-          v0.url!,
-          "--workers",
-          workersFile,
-          "--steps",
-          "1",
-          "--budget",
-          "3",
-          "--json",
-        ],
-      });
+      const sponsor = await sup.start(
+        sponsorSpec({
+          home: layout.sponsor,
+          rpc: v0.url!,
+          workers: workersFile,
+          budget: 3,
+          work: ["--steps", "1"],
+        }),
+      );
       // Each phase line once per attempt: the sponsor retries every 300 ms while worker-1 is down.
       const shown = new Set<string>();
       let killed: Promise<number> | null = null;
