@@ -25,8 +25,10 @@ import { MAX_UPLOAD_CHUNKS, UPLOAD_CHUNK_BYTES } from "./limits.ts";
 /** The tree's depth: log2 of `MAX_UPLOAD_CHUNKS`, the length of every path. */
 export const CHUNK_TREE_DEPTH = Math.log2(MAX_UPLOAD_CHUNKS);
 
+const LEAF_PREFIX = new Uint8Array([0]);
+
 function leaf(chunk: Uint8Array): Uint8Array {
-  return new Uint8Array(createHash("sha256").update(new Uint8Array([0])).update(chunk).digest());
+  return new Uint8Array(createHash("sha256").update(LEAF_PREFIX).update(chunk).digest());
 }
 
 function node(left: Uint8Array, right: Uint8Array): Uint8Array {
@@ -44,18 +46,47 @@ const EMPTY: Uint8Array[] = (() => {
   return out;
 })();
 
-/** Every level of the tree over `bytes`, leaves first; each level lists only its non-empty prefix. */
-function levels(bytes: Uint8Array): Uint8Array[][] {
-  const n = Math.ceil(bytes.length / UPLOAD_CHUNK_BYTES);
+/**
+ * The leaves over the concatenation of `parts` (the object's bytes in pieces, e.g. a file's header and each
+ * tensor's data where they already are): each chunk's hash is fed the pieces it spans, so no piece is copied.
+ */
+function leaves(parts: readonly Uint8Array[]): Uint8Array[] {
+  const size = parts.reduce((n, p) => n + p.length, 0);
+  const n = Math.ceil(size / UPLOAD_CHUNK_BYTES);
   if (n > MAX_UPLOAD_CHUNKS) {
     throw new RangeError(
       `Cannot build a chunk tree: ${n} chunks, at most ${MAX_UPLOAD_CHUNKS}`,
     );
   }
-  const out: Uint8Array[][] = [[]];
-  for (let i = 0; i < n; i++) {
-    out[0]!.push(leaf(bytes.subarray(i * UPLOAD_CHUNK_BYTES, (i + 1) * UPLOAD_CHUNK_BYTES)));
+  if (parts.length === 1) {
+    const bytes = parts[0]!, out: Uint8Array[] = [];
+    for (let i = 0; i < n; i++) {
+      out.push(leaf(bytes.subarray(i * UPLOAD_CHUNK_BYTES, (i + 1) * UPLOAD_CHUNK_BYTES)));
+    }
+    return out;
   }
+  const out: Uint8Array[] = [];
+  let hash = createHash("sha256").update(LEAF_PREFIX), room = UPLOAD_CHUNK_BYTES;
+  for (const part of parts) {
+    for (let at = 0; at < part.length;) {
+      const take = Math.min(room, part.length - at);
+      hash.update(part.subarray(at, at + take));
+      at += take;
+      room -= take;
+      if (room === 0) {
+        out.push(new Uint8Array(hash.digest()));
+        hash = createHash("sha256").update(LEAF_PREFIX);
+        room = UPLOAD_CHUNK_BYTES;
+      }
+    }
+  }
+  if (room < UPLOAD_CHUNK_BYTES) out.push(new Uint8Array(hash.digest()));
+  return out;
+}
+
+/** Every level of the tree over the bytes of `parts`, leaves first; each level lists only its non-empty prefix. */
+function levels(parts: readonly Uint8Array[]): Uint8Array[][] {
+  const out: Uint8Array[][] = [leaves(parts)];
   for (let l = 1; l <= CHUNK_TREE_DEPTH; l++) {
     const below = out[l - 1]!, here: Uint8Array[] = [];
     for (let i = 0; i < below.length; i += 2) here.push(node(below[i]!, below[i + 1] ?? EMPTY[l - 1]!));
@@ -66,7 +97,15 @@ function levels(bytes: Uint8Array): Uint8Array[][] {
 
 /** The chunk root of an object's bytes (hex). */
 export function chunkRoot(bytes: Uint8Array): string {
-  return hex(levels(bytes)[CHUNK_TREE_DEPTH]![0] ?? EMPTY[CHUNK_TREE_DEPTH]!);
+  return chunkRootOfParts([bytes]);
+}
+
+/**
+ * The chunk root of the object whose bytes are `parts` one after another (`chunkRoot` of their
+ * concatenation, without building it).
+ */
+export function chunkRootOfParts(parts: readonly Uint8Array[]): string {
+  return hex(levels(parts)[CHUNK_TREE_DEPTH]![0] ?? EMPTY[CHUNK_TREE_DEPTH]!);
 }
 
 /** The Merkle path of chunk `index` of `bytes`: its 8 sibling hashes, leaf level first (hex). */
@@ -76,7 +115,7 @@ export function chunkPath(bytes: Uint8Array, index: number): string[] {
 
 /** The path of every chunk of `bytes`, in chunk order (one tree built for all of them). */
 export function chunkPaths(bytes: Uint8Array): string[][] {
-  const t = levels(bytes);
+  const t = levels([bytes]);
   return t[0]!.map((_, index) =>
     t.slice(0, CHUNK_TREE_DEPTH).map((level, l) => hex(level[(index >> l) ^ 1] ?? EMPTY[l]!))
   );

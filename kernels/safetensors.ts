@@ -111,6 +111,38 @@ export function writeSafetensors(tensors: Tensors): Uint8Array {
   return out;
 }
 
+/**
+ * The bytes `writeSafetensors(tensors)` would return, as pieces to be read one after another: the length and
+ * header, then each tensor's data where it already is (on a big-endian host, the whole file as one piece).
+ * Nothing is copied and finiteness is not checked, so for a set with a non-finite value these are the bytes
+ * of no canonical file (and hash to no root a reader accepts). For hashing a set of tensors without writing
+ * its file (`sha256` and `chunkRootOfParts` of the pieces). `invalid_tensor` on a bad name or size.
+ */
+export function safetensorsParts(tensors: Tensors): Uint8Array[] {
+  if (!LITTLE_ENDIAN) return [writeSafetensors(tensors)];
+  const shapes: Record<string, readonly number[]> = {};
+  for (const [name, t] of Object.entries(tensors)) {
+    if (t.data.length !== sizeOf(t.shape)) {
+      throw new ProtocolError(
+        "invalid_tensor",
+        `Cannot write ${name}: ${t.data.length} values for [${t.shape}]`,
+      );
+    }
+    shapes[name] = t.shape;
+  }
+  const layout = layoutOf(shapes);
+  const head = new Uint8Array(8 + layout.header.length);
+  new DataView(head.buffer).setBigUint64(0, BigInt(layout.header.length), true);
+  head.set(layout.header, 8);
+  return [
+    head,
+    ...layout.names.map((name) => {
+      const d = tensors[name]!.data;
+      return new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+    }),
+  ];
+}
+
 /** True when `allocSafetensors` can hand out float32 views into file bytes (a little-endian host). */
 export const VIEWS_IN_FILES: boolean = LITTLE_ENDIAN;
 

@@ -12,8 +12,8 @@
  * ```
  */
 import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
-import { chunkRoot } from "../core/chunk_tree.ts";
-import { id, sha256Hex } from "../core/digest.ts";
+import { chunkRoot, chunkRootOfParts } from "../core/chunk_tree.ts";
+import { id, sha256Hex, sha256Stream } from "../core/digest.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { type Batch, batchArrays, validateBatch } from "./batch.ts";
 import { boundaryFields, BoundaryRoots, stageBoundaries } from "./boundary.ts";
@@ -23,7 +23,7 @@ import type { Manifest } from "./manifest.ts";
 import type { Model } from "./model.ts";
 import { rotaryTables } from "./rotary.ts";
 import { GradientFiles } from "./gradient_files.ts";
-import { type Tensors, writeSafetensors, writeValue } from "./safetensors.ts";
+import { safetensorsParts, type Tensors, writeSafetensors, writeValue } from "./safetensors.ts";
 import {
   applyUpdate,
   applyUpdateInPlace,
@@ -74,20 +74,23 @@ export function trainStep(input: StepInput): StepOutput {
     objects.set(root, bytes);
     return root;
   };
-  // The chunk roots of the parent's component files (the step holds their tensors, not their files), taken
-  // before any activation or gradient exists so that each file, built one at a time, never adds to the peak.
-  // Only a file that hashes to the manifest's root counts; a component that cannot be written (a non-finite
-  // value) is left for the forward pass to refuse, as before.
+  // The chunk roots of the parent's component files (the step holds their tensors, not their files), hashed
+  // from the tensors where they are (`safetensorsParts`), so no file is built. Only tensors whose file bytes
+  // hash to the manifest's root count; a component with a bad shape is left for the forward pass to refuse,
+  // and one with a non-finite value (whose bytes no manifest root names) for the update, as before.
   const parentChunks = new Map<string, string>();
   for (const [name, r] of Object.entries(manifest.components)) {
     const tensors = model.components[name];
-    let bytes: Uint8Array | undefined;
+    let parts: Uint8Array[] | undefined;
     try {
-      bytes = tensors === undefined ? undefined : writeSafetensors(tensors);
+      parts = tensors === undefined ? undefined : safetensorsParts(tensors);
     } catch {
-      bytes = undefined;
+      parts = undefined;
     }
-    if (bytes !== undefined && sha256Hex(bytes) === r) parentChunks.set(r, chunkRoot(bytes));
+    if (parts === undefined) continue;
+    const hash = sha256Stream();
+    for (const p of parts) hash.update(p);
+    if (hash.hex() === r) parentChunks.set(r, chunkRootOfParts(parts));
   }
   const parentRoot = id(manifest as unknown as JsonValue);
   const batchRoot = put(canonicalBytes(batch));

@@ -5,6 +5,7 @@ import {
   chunkPath,
   chunkPaths,
   chunkRoot,
+  chunkRootOfParts,
   isChunkPath,
   verifyChunk,
 } from "../../core/chunk_tree.ts";
@@ -90,4 +91,28 @@ Deno.test("a path is exactly 8 lowercase hex roots", () => {
 
 Deno.test("an object of more than 256 chunks has no chunk tree", () => {
   assert.throws(() => chunkRoot(new Uint8Array(256 * MiB + 1)), /257 chunks, at most 256/);
+});
+
+Deno.test("chunkRootOfParts equals chunkRoot of the parts' concatenation, pieces crossing chunk boundaries", () => {
+  const whole = object(5 * MiB + 123, 7);
+  for (
+    const cuts of [
+      [],
+      [0, 0],
+      [1],
+      [MiB],
+      [MiB - 1, MiB + 1],
+      [100, 2 * MiB + 7, 2 * MiB + 7, 4 * MiB],
+      [whole.length],
+    ]
+  ) {
+    const edges = [0, ...cuts, whole.length];
+    const parts = edges.slice(1).map((end, i) => whole.subarray(edges[i]!, end));
+    assert.equal(chunkRootOfParts(parts), chunkRoot(whole), `cuts ${cuts}`);
+  }
+  assert.equal(chunkRootOfParts([]), chunkRoot(new Uint8Array(0)));
+  assert.equal(chunkRootOfParts([new Uint8Array(0), new Uint8Array(0)]), chunkRoot(new Uint8Array(0)));
+  // One more byte is another object.
+  assert.notEqual(chunkRootOfParts([whole, new Uint8Array(1)]), chunkRoot(whole));
+  assert.throws(() => chunkRootOfParts([new Uint8Array(256 * MiB), new Uint8Array(1)]), RangeError);
 });

@@ -5,6 +5,7 @@ import {
   allocSafetensors,
   readSafetensors,
   readValue,
+  safetensorsParts,
   tensorsRoot,
   writeSafetensors,
   writeValue,
@@ -186,5 +187,23 @@ Deno.test("allocSafetensors hands out views whose filled bytes equal writeSafete
   assert.throws(
     () => allocSafetensors({ 'bad"name': [1] }),
     (e: unknown) => (e as ProtocolError).code === "invalid_tensor",
+  );
+});
+
+Deno.test("safetensorsParts are the file's bytes in pieces, the data viewed where it is, with no finiteness check", () => {
+  const data = new Float32Array([1, -0, 2.5, 3, 4, 5]);
+  const tensors = { b: { shape: [2, 2], data: data.subarray(2) }, a: tensor([2], [7, -8]) };
+  const parts = safetensorsParts(tensors);
+  const joined = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (joined.set(p, at), at + p.length), 0);
+  assert.deepEqual(joined, writeSafetensors(tensors));
+  assert.equal(parts.length, 3); // header, then a and b in name order
+  assert.equal(parts[2]!.buffer, data.buffer); // b's data is not copied
+  assert.equal(parts[2]!.byteOffset, 8);
+  // A non-finite value is not refused here (writeSafetensors refuses it); a bad size is, as there.
+  assert.equal(safetensorsParts({ x: tensor([1], [NaN]) }).length, 2);
+  assert.equal(
+    code(() => safetensorsParts({ x: { shape: [3], data: new Float32Array(2) } })),
+    "invalid_tensor",
   );
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { canonical, decodeCanonical, type JsonValue } from "../../core/canonical.ts";
+import { chunkRoot } from "../../core/chunk_tree.ts";
 import { id } from "../../core/digest.ts";
 import { batchArrays } from "../../kernels/batch.ts";
 import { headDim } from "../../kernels/config.ts";
@@ -268,6 +269,28 @@ Deno.test("stageBackward consuming its forward and keeping gradients elsewhere g
         new Uint32Array(v.data.slice().buffer),
         `${name} ${t}`,
       );
+    }
+  }
+});
+
+Deno.test("step: each parent component's committed chunk root is the chunk tree of its file, hashed without writing it", () => {
+  const model = initModel(TINY, 5);
+  const manifest = manifestOf(model);
+  const files = componentFiles(model);
+  const out = trainStep({
+    model,
+    manifest,
+    batch: TINY_BATCH,
+    partitions: PLACEMENTS[2]!,
+    learningRate: 0.5,
+    clip: 1,
+    step: 0,
+  });
+  for (const [i, t] of out.traces.entries()) {
+    for (const name of t.partition) {
+      assert.equal(t.chunk_roots[manifest.components[name]!], chunkRoot(files[name]!), `stage ${i} ${name}`);
+      const updated = out.objects.get(t.components[name]!)!;
+      assert.equal(t.chunk_roots[t.components[name]!], chunkRoot(updated), `stage ${i} updated ${name}`);
     }
   }
 });
