@@ -6,7 +6,8 @@
  * needs Node ≥ 20 and the npm registry once. Run: `deno bench --allow-all bench/model_bench.ts`.
  *
  * Generation is greedy with the kernels' KV cache (`decode` one token at a time after the prompt), as
- * llama.cpp's is. The first rows are on one kernel thread, as before, so figures stay comparable across
+ * llama.cpp's is; its one-row matmuls read the weights' exact block-quantised copies (the default, as in
+ * `deno task generate`), and a second row reads the float32 values instead (the same bits). The first rows are on one kernel thread, as before, so figures stay comparable across
  * changes; then the same on two threads (`NEURO_THREADS` never changes a bit), greedy generation with
  * draft-and-verify (`kernels/draft_verify.ts`, the int8 drafter; the same tokens, with its acceptance rate),
  * the training step on two threads, and the step's peak RSS measured in a fresh process per thread count
@@ -23,7 +24,7 @@ import { decode, KvCache } from "../kernels/generation.ts";
 import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
-import { makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
+import { makeResident, setQuantizedReads, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { manifestOf } from "../kernels/manifest.ts";
 import { componentNames, componentParameters, type Model } from "../kernels/model.ts";
@@ -79,7 +80,11 @@ if (!present) {
 } else {
   const file = readGguf(await Deno.readFile(PATH));
   const model = modelFromGguf(file);
-  makeResident(model.components); // as deno task generate does: weights read in place by every matmul
+  // As deno task generate does: weights read in place by every matmul, and by one-row matmuls (decoding)
+  // from their exact block-quantised copies (kernels/quant_weights.ts), found again in the float32 values.
+  const residentStart = performance.now();
+  makeResident(model.components);
+  const residentSeconds = (performance.now() - residentStart) / 1000;
   const tok = tokenizerFromGguf(file);
   const ids = new Tokenizer(tok.tokenizer, {}).encode(TEXT).ids.slice(0, T);
   const c = model.config;
@@ -105,6 +110,7 @@ if (!present) {
   const THREADS = [1, 2] as const;
   const oursPrompt = THREADS.map(() => ({ seconds: Infinity }));
   const oursNext = THREADS.map(() => ({ seconds: Infinity }));
+  const oursNextFloat = THREADS.map(() => ({ seconds: Infinity }));
   const drafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
   const step = THREADS.map(() => ({ seconds: Infinity, peak: NaN, loss: NaN }));
   const drafter = new Q8Drafter(model);
@@ -122,27 +128,34 @@ if (!present) {
       nextLogits(model, ids);
       oursPrompt[ti]!.seconds = Math.min(oursPrompt[ti]!.seconds, (performance.now() - t0) / 1000);
     });
-    Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache)${suffix}`, {
-      group: "smollm2",
-      n: 3,
-      warmup: 1,
-    }, () => {
-      setKernelThreads(threads);
-      const V = c.vocab_size;
-      const tables = rotaryTables(
-        T + GENERATED,
-        c.hidden_size / c.num_attention_heads,
-        c.rope_theta,
-      );
-      const cache = new KvCache(c);
-      let logits = decode(model, cache, ids, tables);
-      const t0 = performance.now();
-      for (let i = 0; i < GENERATED; i++) {
-        const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
-        logits = decode(model, cache, [next], tables);
-      }
-      oursNext[ti]!.seconds = Math.min(oursNext[ti]!.seconds, (performance.now() - t0) / 1000 / GENERATED);
-    });
+    // Generation with the block-quantised reads (the default) and with float32 reads, interleaved.
+    for (const quantized of [true, false]) {
+      const into = quantized ? oursNext : oursNextFloat;
+      const reads = quantized ? "" : ", float32 weight reads";
+      Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache${reads})${suffix}`, {
+        group: "smollm2",
+        n: 3,
+        warmup: 1,
+      }, () => {
+        setKernelThreads(threads);
+        setQuantizedReads(quantized);
+        const V = c.vocab_size;
+        const tables = rotaryTables(
+          T + GENERATED,
+          c.hidden_size / c.num_attention_heads,
+          c.rope_theta,
+        );
+        const cache = new KvCache(c);
+        let logits = decode(model, cache, ids, tables);
+        const t0 = performance.now();
+        for (let i = 0; i < GENERATED; i++) {
+          const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
+          logits = decode(model, cache, [next], tables);
+        }
+        into[ti]!.seconds = Math.min(into[ti]!.seconds, (performance.now() - t0) / 1000 / GENERATED);
+        setQuantizedReads(true);
+      });
+    }
     Deno.bench(`ours: ${DRAFTED} tokens generated after ${T} (draft-and-verify)${suffix}`, {
       group: "smollm2",
       n: 3,
@@ -223,6 +236,7 @@ if (!present) {
       );
     row("prompt processing (tokens/s)", oursPrompt.map((p) => T / p.seconds), pp);
     row("generation, KV cache (tokens/s)", oursNext.map((p) => 1 / p.seconds), tg);
+    row("generation, KV cache, float32 weight reads (tokens/s)", oursNextFloat.map((p) => 1 / p.seconds), tg);
     row("generation, draft-and-verify (tokens/s)", drafted.map((p) => 1 / p.seconds), tg);
     const rate = drafted.map((d) => `${d.accepted}/${d.drafted} (${f((100 * d.accepted) / d.drafted)}%)`);
     console.log(`| draft-and-verify acceptance | ${rate[0]} | | ${rate[1]} | | |`);
@@ -242,6 +256,7 @@ if (!present) {
         } s per step; ours / torch time ${r(step[0]!.seconds, torch.seconds)}`,
       );
     } else console.log(`PyTorch step not timed: ${torch.reason}`);
+    console.log(`block-quantised copies of the weights found and packed in ${f(residentSeconds)} s`);
     console.log(
       `kernel threads ready: ${threadsReady} of 2; ${navigator.hardwareConcurrency} CPUs; 1-minute load average ${loadAtStart} at start, ${load()} at end`,
     );

@@ -1,7 +1,8 @@
 /**
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
  * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
- * kernels (`draft.wat`, kernel 1) and the deterministic softmax kernels (`softmax.wat`: attention forward and
+ * kernels (`draft.wat`, kernel 1), the one-row kernels on prepacked panels and on exact block-quantised weights
+ * (`matmul.wat`, kernels 6 and 7) and the deterministic softmax kernels (`softmax.wat`: attention forward and
  * backward by head, kernels 2 and 3; the head's vocabulary exponentials and gradient, kernels 4 and 5). All are
  * compiled synchronously from embedded bytes, so loading needs no permissions.
  *
@@ -32,6 +33,8 @@ export const VOCAB_EXP_KERNEL = 4;
 export const VOCAB_GRADIENT_KERNEL = 5;
 /** Index of the one-row matmul on prepacked panels (`matvec`, decoding one token) in pool jobs. */
 export const MATVEC_KERNEL = 6;
+/** Index of the one-row matmul on exact block-quantised weights (`qmatvec`) in pool jobs. */
+export const QMATVEC_KERNEL = 7;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -49,6 +52,7 @@ export interface MatmulExports {
   panel_group: WebAssembly.Global;
   matmul(...args: number[]): void;
   matvec(...args: number[]): void;
+  qmatvec(...args: number[]): void;
   pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;
 }
 
@@ -100,6 +104,7 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "vocab_exp"],
           [softmax, "vocab_gradient"],
           [matmul, "matvec"],
+          [matmul, "qmatvec"],
         ],
         memory,
         MAX_THREADS - 1,
