@@ -81,7 +81,7 @@ export function generateDrafted(
     options.onToken?.(id);
     return id === options.eos || tokens.length >= maxNew;
   };
-  let out = decode(model, cache, prompt, tables);
+  let out = decode(model, cache, prompt, tables, true); // the prompt's last position chooses the first id
   let row = out.slice(out.length - V);
   let next = argmax(row, 1, V)[0]!;
   if (maxNew < 1 || emit(next, row)) return { tokens, logits, stats: { drafted, accepted, rounds } };

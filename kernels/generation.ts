@@ -122,12 +122,16 @@ function blockDecode(
   return addForward(h, mlpForward(n2, mlpWeightsOf(p), Tn, C, c.intermediate_size).y);
 }
 
-/** Feeds `ids` at the cache's next positions; returns the logits [Tn, V] and advances the cache. */
+/**
+ * Feeds `ids` at the cache's next positions; returns the logits [Tn, V] (with `lastOnly`, [1, V]: only the last
+ * position's, the same bits, for a prompt of which only the next token is wanted) and advances the cache.
+ */
 export function decode(
   model: Model,
   cache: KvCache,
   ids: readonly number[],
   tables: RotaryTables,
+  lastOnly = false,
 ): Float32Array {
   const c = model.config, Tn = ids.length;
   checkLength(c, cache.length + Tn);
@@ -141,7 +145,14 @@ export function decode(
     x = blockDecode(x, model.components[blockName(i)]!, c, cache, i, Tn, tables);
   }
   cache.length += Tn;
-  return headLogits(x, model.components.norm!, model.components.embed!, c, Tn);
+  const rows = lastOnly ? 1 : Tn;
+  return headLogits(
+    x.subarray((Tn - rows) * c.hidden_size),
+    model.components.norm!,
+    model.components.embed!,
+    c,
+    rows,
+  );
 }
 
 /** The result of greedy generation: the new ids and the logits [V] that chose each one. */
@@ -157,7 +168,7 @@ export function generate(model: Model, prompt: readonly number[], maxNew: number
   const tables = rotaryTables(c.max_position_embeddings, headDim(c), c.rope_theta);
   const cache = new KvCache(c);
   const tokens: number[] = [], logits: Float32Array[] = [];
-  let out = decode(model, cache, prompt, tables);
+  let out = decode(model, cache, prompt, tables, true); // the prompt's last position chooses the first id
   for (let s = 0; s < maxNew; s++) {
     const last = out.slice((out.length / V - 1) * V); // last: [V]
     const next = argmax(last, 1, V)[0]!;

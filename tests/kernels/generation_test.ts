@@ -41,6 +41,23 @@ Deno.test("generation feeding a prompt token by token gives the same logits as t
   );
 });
 
+Deno.test("decode with lastOnly returns the last position's logits of the whole row, the same bits", () => {
+  const model = initModel(TINY, 6);
+  const ids = [5, 9, 2, 31, 1];
+  const tables = rotaryTables(TINY.max_position_embeddings, headDim(TINY), TINY.rope_theta);
+  const V = TINY.vocab_size;
+  const all = decode(model, new KvCache(TINY), ids, tables);
+  const cache = new KvCache(TINY);
+  const last = decode(model, cache, ids, tables, true);
+  assert.equal(last.length, V);
+  assert.deepEqual(bits(last), bits(all.slice((ids.length - 1) * V)));
+  assert.equal(cache.length, ids.length); // every position is still cached
+  assert.deepEqual(
+    bits(decode(model, cache, [7], tables)),
+    bits(forwardLogits(model, [...ids, 7]).slice(-V)),
+  );
+});
+
 Deno.test("generation stops at the end-of-sequence id and refuses rows longer than the positions", () => {
   const model = initModel(TINY, 1);
   const first = generate(model, [1, 2], 3).tokens[0]!;
