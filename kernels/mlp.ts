@@ -17,7 +17,9 @@
 import { linearBackward, linearForward } from "./linear.ts";
 import { exp64 } from "./math.ts";
 import { addForward } from "./residual.ts";
+import { FORCE_REFERENCE } from "./matmul.ts";
 import { assertFinite } from "./tensor.ts";
+import { wasmSilu } from "./wasm/softmax_wasm.ts";
 
 const fr = Math.fround;
 
@@ -39,6 +41,28 @@ function sigmoid64(x: number): number {
   return 1 / (1 + exp64(-x));
 }
 
+/** h = fround(fround(g·sigmoid(g))·u) elementwise: on the kernel threads when available, else here. */
+export function gatedProduct(g: Float32Array, u: Float32Array): Float32Array {
+  if (!FORCE_REFERENCE && g.length >= SILU_MIN_ELEMENTS) {
+    const h = wasmSilu(g, u);
+    if (h !== null) return h;
+  }
+  return gatedProductReference(g, u);
+}
+
+/** `gatedProduct` by the plain loop that is the definition. */
+export function gatedProductReference(g: Float32Array, u: Float32Array): Float32Array {
+  const h = new Float32Array(g.length);
+  for (let i = 0; i < h.length; i++) {
+    const gi = g[i]!;
+    h[i] = fr(fr(gi * sigmoid64(gi)) * u[i]!);
+  }
+  return h;
+}
+
+/** Below this many elements the gated product stays in the plain loop (copying in costs more). */
+export const SILU_MIN_ELEMENTS = 1024;
+
 /** x [N,C] → y [N,C]. */
 export function mlpForward(
   x: Float32Array,
@@ -49,11 +73,7 @@ export function mlpForward(
 ): { y: Float32Array; cache: MlpCache } {
   const g = linearForward(x, w.gate, N, C, M); // g: [N,M]
   const u = linearForward(x, w.up, N, C, M); // u: [N,M]
-  const h = new Float32Array(N * M); // h: [N,M]
-  for (let i = 0; i < h.length; i++) {
-    const gi = g[i]!;
-    h[i] = fr(fr(gi * sigmoid64(gi)) * u[i]!);
-  }
+  const h = gatedProduct(g, u); // h: [N,M]
   assertFinite(h, "mlp hidden");
   const y = linearForward(h, w.down, N, M, C); // y: [N,C]
   return { y, cache: { g, u, h } };

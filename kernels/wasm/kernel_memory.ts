@@ -35,6 +35,8 @@ export const VOCAB_GRADIENT_KERNEL = 5;
 export const MATVEC_KERNEL = 6;
 /** Index of the one-row matmul on exact block-quantised weights (`qmatvec`) in pool jobs. */
 export const QMATVEC_KERNEL = 7;
+/** Index of the MLP's gated product (`silu`, elementwise) in pool jobs. */
+export const SILU_KERNEL = 8;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -65,6 +67,7 @@ export interface SoftmaxExports {
   attention_backward(at: number, part: number, lo: number, hi: number): void;
   vocab_exp(at: number, part: number, lo: number, hi: number): void;
   vocab_gradient(at: number, part: number, lo: number, hi: number): void;
+  silu(at: number, part: number, lo: number, hi: number): void;
   exp64(x: number): number;
   expf4(x: number, y: number): void;
 }
@@ -105,6 +108,7 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "vocab_gradient"],
           [matmul, "matvec"],
           [matmul, "qmatvec"],
+          [softmax, "silu"],
         ],
         memory,
         MAX_THREADS - 1,

@@ -678,4 +678,26 @@
         (local.set $x (i32.add (local.get $x) (i32.const 1)))
         (br $lr)))
       (br $lx))))
+
+  ;; The MLP's gated product, elements [lo, hi) (kernels/mlp.ts mlpForward):
+  ;; h = fround(fround(g · sigmoid(g)) · u) with sigmoid(g) = 1 / (1 + exp64(−g)) in float64, the product
+  ;; g · sigmoid(g) in float64 rounded once to float32, then times u in float64 (exact) rounded once.
+  ;; Elementwise, so any split gives the same bits. Parameter block: g u h (f32 arrays; h may be g or u).
+  (func (export "silu") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
+    (local $g i32) (local $u i32) (local $h i32) (local $x i32) (local $o i32) (local $gi f64)
+    (local.set $g (call $arg (local.get $at) (i32.const 0)))
+    (local.set $u (call $arg (local.get $at) (i32.const 1)))
+    (local.set $h (call $arg (local.get $at) (i32.const 2)))
+    (local.set $x (local.get $lo))
+    (block $dx (loop $lx
+      (br_if $dx (i32.ge_u (local.get $x) (local.get $hi)))
+      (local.set $o (i32.shl (local.get $x) (i32.const 2)))
+      (local.set $gi (f64.promote_f32 (f32.load (i32.add (local.get $g) (local.get $o)))))
+      (f32.store (i32.add (local.get $h) (local.get $o))
+        (f32.demote_f64 (f64.mul
+          (f64.promote_f32 (f32.demote_f64 (f64.mul (local.get $gi)
+            (f64.div (f64.const 1) (f64.add (f64.const 1) (call $exp64 (f64.neg (local.get $gi))))))))
+          (f64.promote_f32 (f32.load (i32.add (local.get $u) (local.get $o)))))))
+      (local.set $x (i32.add (local.get $x) (i32.const 1)))
+      (br $lx))))
 )

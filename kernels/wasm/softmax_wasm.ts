@@ -22,6 +22,7 @@ import {
   kernelMemory,
   MAX_BYTES,
   scratchBase,
+  SILU_KERNEL,
   VOCAB_EXP_KERNEL,
   VOCAB_GRADIENT_KERNEL,
 } from "./kernel_memory.ts";
@@ -62,7 +63,7 @@ class Arena {
 
 /** Runs `kernel` on each range (job part p gets its own scratch) across this thread and the workers. */
 function run(km: KernelMemory, kernel: number, params: number, ranges: [number, number][]): void {
-  const fn = [
+  const fn = kernel === SILU_KERNEL ? km.softmax.silu : [
     km.softmax.attention_forward,
     km.softmax.attention_backward,
     km.softmax.vocab_exp,
@@ -230,4 +231,31 @@ export function wasmVocabRows(
   new Int32Array(buf, at, 6).set([e0, e0, s0, y0, V, labelled]); // dz overwrites e
   run(km, VOCAB_GRADIENT_KERNEL, at, ranges);
   return { m, sums, dz: new Float32Array(buf, e0, n).slice() };
+}
+
+/**
+ * The MLP's gated product h = fround(fround(g·sigmoid(g))·u) elementwise (`silu` in `softmax.wat`, the
+ * reference's float64 sigmoid through the same exp64), split by element ranges across the kernel threads:
+ * each element is computed whole, so any split gives the same bits. Null when unavailable or too large;
+ * throws RangeError when the memory cannot grow.
+ */
+export function wasmSilu(
+  g: Float32Array,
+  u: Float32Array,
+  threads: number = kernelThreads(),
+): Float32Array | null {
+  const km = kernelMemory();
+  if (km === null) return null;
+  const n = g.length;
+  // An exponential costs about as much as a few dozen multiply-adds: the threshold in those units.
+  const ranges = unitSplit(n, 32 * n, threads);
+  const a = new Arena();
+  const at = a.floats(PARAMS / 4), g0 = a.floats(n), u0 = a.floats(n);
+  if (!fits(km, a.end)) return null;
+  const buf = km.memory.buffer;
+  new Float32Array(buf, g0, n).set(g);
+  new Float32Array(buf, u0, n).set(u.subarray(0, n));
+  new Int32Array(buf, at, 3).set([g0, u0, g0]); // h overwrites g
+  run(km, SILU_KERNEL, at, ranges);
+  return new Float32Array(buf, g0, n).slice();
 }

@@ -1,4 +1,7 @@
-import { mlpBackward, mlpForward } from "../../kernels/mlp.ts";
+import assert from "node:assert/strict";
+import { gatedProduct, gatedProductReference, mlpBackward, mlpForward } from "../../kernels/mlp.ts";
+import { wasmSilu } from "../../kernels/wasm/softmax_wasm.ts";
+import { adversarial, firstBitDifference, rng as intRng } from "./_matmul_util.ts";
 import { gradcheck, randomArray, rng } from "./_gradcheck.ts";
 
 Deno.test("mlp backward matches finite differences", () => {
@@ -18,4 +21,19 @@ Deno.test("mlp backward matches finite differences", () => {
       return [g.dx, g.dGate, g.dUp, g.dDown];
     },
   );
+});
+
+Deno.test("the gated product on the kernel threads is the reference loop's bits on 1, 2 and 3 threads", () => {
+  const next = intRng(29);
+  for (const n of [1, 1023, 4096, 98_304 + 3]) {
+    const g = adversarial(next, n), u = adversarial(next, n);
+    // Values where the sigmoid saturates, overflows exp64 or is exactly 1/2, and the signed zeros.
+    g.set([0, -0, 710, -710, 745, -745, 88.7, -88.7, 1e-40, -1e-40, 3.4e38, -3.4e38].slice(0, n));
+    const want = gatedProductReference(g, u);
+    for (const threads of [1, 2, 3]) {
+      const got = wasmSilu(g, u, threads)!;
+      assert.equal(firstBitDifference(got, want), -1, `n ${n} ${threads} threads`);
+    }
+    assert.equal(firstBitDifference(gatedProduct(g, u), want), -1, `n ${n}`);
+  }
 });
