@@ -215,9 +215,11 @@ export function quantB(b: Float32Array, K: number, N: number): number | null {
  * copying them in. With `prepack` (the default) each matrix [R, C] is also packed once into the panels the
  * matmul packs it into as B of a linear layer (`y = x·Wᵀ`, layout "nt": N = R, K = C), so those matmuls
  * read the panels in place instead of packing the weight again on every call; that doubles the resident
- * bytes (the plain values stay, for every other use). With `quantized` (the default) a matrix whose values
+ * bytes (the plain values stay, for every other use). With `quantized` (off by default) a matrix whose values
  * are exactly block-quantised (`quantBlocks`: the weights of a GGUF import) also gets that copy, 1.25 bytes
- * a value, which a one-row matmul (decoding a token) reads instead, rebuilding each value bit for bit. For a
+ * a value, which a one-row matmul (decoding a token) reads instead, rebuilding each value bit for bit: a
+ * quarter of the bytes but about twice the vector operations per weight, which measured slower than the
+ * float32 reads on the 2-core dev machine (model bench), so generation does not turn it on. For a
  * model that is only run (generation): the memory is never given back, and the tensors must not be written
  * afterwards (the copies would no longer be theirs). Returns the bytes moved and packed (0 when the kernels
  * are unavailable).
@@ -228,7 +230,7 @@ export function makeResident(
 ): number {
   const km = kernelMemory();
   if (km === null) return 0;
-  const prepack = options.prepack ?? true, quantized = options.quantized ?? true;
+  const prepack = options.prepack ?? true, quantized = options.quantized ?? false;
   let moved = 0;
   for (const tensors of Object.values(components)) {
     for (const [name, t] of Object.entries(tensors)) {

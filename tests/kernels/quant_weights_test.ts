@@ -85,7 +85,7 @@ Deno.test("a one-row matmul on exact block-quantised weights gives the float32 m
   ) {
     const w = gguf(type, N, K, N + K);
     const parts = { c: { w: { shape: [N, K], data: w.slice() } } };
-    makeResident(parts);
+    makeResident(parts, { quantized: true });
     const view = parts.c.w.data;
     assert.notEqual(quantB(view, K, N), null, `${N}x${K}`);
     assert.equal(quantB(view, K + 32, N), null); // another shape reads the float32 values
@@ -100,8 +100,8 @@ Deno.test("a one-row matmul on exact block-quantised weights gives the float32 m
     }
     assert.deepEqual(view, w); // read, never written
   }
-  // Without the option no copy is made.
+  // Without the option (the default) no copy is made.
   const plain = { c: { w: { shape: [4, 32], data: gguf(GGML_TYPE.Q4_1, 4, 32, 1) } } };
-  makeResident(plain, { quantized: false });
+  makeResident(plain);
   assert.equal(quantB(plain.c.w.data, 32, 4), null);
 });

@@ -60,7 +60,7 @@ const answer = (g: Generation) => ({
 const greedy = answer(generate(model, PROBE_PROMPT, 16));
 // From here on the weights are resident and prepacked (as in deno task generate): the drafted answers and
 // the training step read them there.
-makeResident(model.components);
+makeResident(model.components, { quantized: true });
 // Decoding one token at a time on the resident weights reads their exact block-quantised copies (qmatvec).
 const resident = answer(generate(model, PROBE_PROMPT, 16));
 const q8 = new Q8Drafter(model);
