@@ -8,10 +8,10 @@ import { ProtocolError } from "../core/errors.ts";
 import type { ChatMessage } from "../text/template_render.ts";
 import { encodePrompt } from "../text/conversation.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
-import { DRAFT_HELP, loadSession, streamReply } from "./_model_session.ts";
+import { DRAFT_HELP, draftChoice, loadSession, streamReply } from "./_model_session.ts";
 
 const HELP = `deno task chat --model ROOT [--objects DIR] [--max-tokens N]
-                   [--no-draft] [--draft N]
+                   [--draft N | --no-draft]
 
 Chat with a stored model (for example SmolLM2 after \`deno task model:import\`), greedy and deterministic.
 Type a message and press Enter; the answer streams back. /reset forgets the conversation, /exit (or Ctrl-D)
@@ -46,15 +46,15 @@ async function main(): Promise<void> {
     objects: { type: "string", default: ".neuroshard/objects" },
     "max-tokens": { type: "string", default: "256" },
     "no-draft": { type: "boolean" },
-    draft: { type: "string", default: "6" },
+    draft: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const root = required(values.model, "model");
   const maxTokens = integerOption(values["max-tokens"], "max-tokens", { max: 4096 });
-  const draftK = integerOption(values.draft, "draft", { min: 1, max: 16 });
-  const session = await loadSession(values.objects, root, !values["no-draft"]);
+  const draftK = draftChoice(values.draft, values["no-draft"]);
+  const session = await loadSession(values.objects, root, draftK !== null);
   const out = new TextEncoder();
   const write = (text: string) => Deno.stdout.writeSync(out.encode(text));
   const eos = session.codec.manifest.special_ids.eos;
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     }
     if (prompt === null) continue;
     write("assistant> ");
-    const { ids } = streamReply(session, prompt, maxTokens, write, draftK);
+    const { ids } = streamReply(session, prompt, maxTokens, write, draftK ?? undefined);
     const answer = session.codec.decode(ids.filter((id) => id !== eos));
     history = [...messages, { role: "assistant", content: answer }];
     write("\nyou> ");

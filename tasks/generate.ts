@@ -4,10 +4,10 @@
  */
 import { encodePrompt } from "../text/conversation.ts";
 import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
-import { DRAFT_HELP, loadSession, progress, streamReply } from "./_model_session.ts";
+import { DRAFT_HELP, draftChoice, loadSession, progress, streamReply } from "./_model_session.ts";
 
 const HELP = `deno task generate --model ROOT --prompt TEXT [--objects DIR] [--max-tokens N]
-                   [--no-draft] [--draft N]
+                   [--draft N | --no-draft]
 
 Answer one prompt greedily with a stored model (for example SmolLM2 after \`deno task model:import\`): the
 prompt is one user message rendered with the model's chat template (its default system prompt included),
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
     objects: { type: "string", default: ".neuroshard/objects" },
     "max-tokens": { type: "string", default: "128" },
     "no-draft": { type: "boolean" },
-    draft: { type: "string", default: "6" },
+    draft: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -36,8 +36,8 @@ async function main(): Promise<void> {
   const root = required(values.model, "model");
   const prompt = required(values.prompt, "prompt");
   const maxTokens = integerOption(values["max-tokens"], "max-tokens", { max: 4096 });
-  const draftK = integerOption(values.draft, "draft", { min: 1, max: 16 });
-  const session = await loadSession(values.objects, root, !values["no-draft"]);
+  const draftK = draftChoice(values.draft, values["no-draft"]);
+  const session = await loadSession(values.objects, root, draftK !== null);
   const ids = encodePrompt(session.codec, [{ role: "user", content: prompt }]);
   const out = new TextEncoder();
   const t0 = performance.now();
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     ids,
     maxTokens,
     (text) => Deno.stdout.writeSync(out.encode(text)),
-    draftK,
+    draftK ?? undefined,
   );
   Deno.stdout.writeSync(out.encode("\n"));
   const seconds = (performance.now() - t0) / 1000;

@@ -54,17 +54,26 @@ Deno.test("generate streams exactly the kernels' greedy answer to a one-message 
   });
 });
 
-Deno.test("generate with and without drafting streams the same answer; a bad --draft is a usage error", async () => {
+Deno.test("generate decodes a token per pass by default, drafts with --draft N, the same answer; bad switches are usage errors", async () => {
   await tempDir(async (dir) => {
     const { model } = await importTiny(dir);
     const args = ["--model", model, "--objects", `${dir}/objects`, "--prompt", "a", "--max-tokens", "6"];
-    const [drafted, plain] = await Promise.all([
+    const [drafted, plain, byDefault] = await Promise.all([
       runTaskFile("generate.ts", [...args, "--draft", "3"]),
       runTaskFile("generate.ts", [...args, "--no-draft"]),
+      runTaskFile("generate.ts", args),
     ]);
     assert.equal(drafted.code, 0, drafted.stderr);
     assert.equal(drafted.stdout, plain.stdout);
     assert.match(plain.stderr, /\d+ tokens in [0-9.]+ s \(\d+ passes\)/);
+    // Without either switch each pass decodes one token, as with --no-draft: the same answer and passes.
+    assert.equal(byDefault.stdout, plain.stdout);
+    const passes = (stderr: string) => /tokens in [0-9.]+ s \((\d+ passes[^)]*)\)/.exec(stderr)?.[1];
+    assert.equal(passes(byDefault.stderr), passes(plain.stderr));
+    assert.doesNotMatch(byDefault.stderr, /int8 drafter/);
+    const both = await runTaskFile("generate.ts", [...args, "--draft", "3", "--no-draft"]);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /error: --draft and --no-draft cannot be used together/);
     for (const bad of ["0", "17", "x"]) {
       const r = await runTaskFile("generate.ts", [...args, "--draft", bad]);
       assert.equal(r.code, 2);
