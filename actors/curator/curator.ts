@@ -109,6 +109,11 @@ export class Curator {
     return curator;
   }
 
+  /** True when `open` finished a `propose` a crash left unfinished (the next `propose` answers with it). */
+  get hasRecoveredProposal(): boolean {
+    return this.recoveredProposal !== null;
+  }
+
   /** The corpus registry as the journal holds it now. */
   corpus() {
     return readCorpus(this.setup.home.journal);

@@ -24,7 +24,7 @@ import { type Home, homePaths } from "../common/home.ts";
 import { readWorkersFile, WorkerClient, type WorkerEntry } from "../common/worker_client.ts";
 import { RpcCuratorChain } from "../curator/chain_data.ts";
 import { loadSourcesFile } from "../curator/config.ts";
-import { Curator } from "../curator/curator.ts";
+import { Curator, type ProposalRecord } from "../curator/curator.ts";
 import { Evaluator } from "../evaluator/evaluator.ts";
 import { Journal } from "../runtime/journal.ts";
 import type { Attempt } from "../sponsor/budget.ts";
@@ -137,12 +137,11 @@ export class Roles {
    */
   async collectAndPropose(input: { collect_rows: number; train_documents: number }): Promise<ProposedCohort> {
     const curator = await this.curator();
-    for (const s of curator.setup.config.sources) {
-      const r = await curator.collect(s.spec.name, input.collect_rows);
-      this.setup.say(`collect ${s.spec.name}: ${r.collected} collected, cursor ${r.cursor}`);
-    }
-    await this.untilProposable();
-    const p = await curator.propose(input.train_documents);
+    // A run killed after its proposal was begun or committed (before this step was journaled) proposed
+    // already: that proposal is the epoch's, pending or voted in, and nothing is collected or proposed again.
+    const p = (curator.hasRecoveredProposal ? await curator.propose(input.train_documents) : null) ??
+      await this.ownLiveProposal(curator) ??
+      await this.collectThenPropose(curator, input);
     if (p.status !== "committed") {
       throw new ProtocolError(
         "invalid_proposal",
@@ -152,6 +151,29 @@ export class Roles {
     const documents = p.documents.retention + p.documents.fresh + p.documents.train;
     this.setup.say(`proposed ${p.proposal} data_root ${p.data_root}: ${documents} documents`);
     return { data_root: p.data_root, proposal: p.proposal, documents, status: p.status };
+  }
+
+  /**
+   * The committed proposal of the curator's journal that the chain holds pending, or whose cohort it trains
+   * (an earlier epoch's cohort is done training before that epoch is decided); null when there is none.
+   */
+  private async ownLiveProposal(curator: Curator): Promise<ProposalRecord | null> {
+    const data = (await this.setup.chain.lifecycle()).data;
+    const live = data?.proposal ?? (data?.cohort?.status === "training" ? data.cohort.proposal : null);
+    if (live === null || live === undefined) return null;
+    return curator.proposals().find((r) => r.proposal === live && r.status === "committed") ?? null;
+  }
+
+  private async collectThenPropose(
+    curator: Curator,
+    input: { collect_rows: number; train_documents: number },
+  ): Promise<ProposalRecord> {
+    for (const s of curator.setup.config.sources) {
+      const r = await curator.collect(s.spec.name, input.collect_rows);
+      this.setup.say(`collect ${s.spec.name}: ${r.collected} collected, cursor ${r.cursor}`);
+    }
+    await this.untilProposable();
+    return await curator.propose(input.train_documents);
   }
 
   /** Waits until no proposal is pending, no cohort is training and no evaluation is live. */

@@ -11,7 +11,9 @@
  * kills it right after its next new write of kind `<p>`, so repeating it walks through every such write of
  * the epoch. Points that follow an effect not yet journaled (`effect`, `submit_sent`) are met again first by
  * the re-run, so the walk uses `<p>:2` after the first kill. The default suite runs one mixed walk (a kill in
- * every phase); `NEURO_SLOW=1` walks every write of every kind, one network per kind.
+ * every phase); `NEURO_SLOW=1` walks every write of every kind, one network per kind (`NEURO_CRASH_POINTS`,
+ * a comma-separated list of kinds, runs only those walks: shards of the slow matrix). Every run of the
+ * controller is bounded (`RUN_MS`): a restart that waits forever fails the walk, naming its point.
  */
 import assert from "node:assert/strict";
 import { decodeCanonical, type JsonObject } from "../../core/canonical.ts";
@@ -30,6 +32,35 @@ import {
 
 const SLOW = Deno.env.get("NEURO_SLOW") === "1";
 const ROOT = new URL("../../", import.meta.url).pathname;
+/** The point kinds the slow walks cover (`NEURO_CRASH_POINTS`, default every one). */
+const WALKED = (Deno.env.get("NEURO_CRASH_POINTS") ?? CRASH_POINTS.join(",")).split(",");
+for (const p of WALKED) {
+  if (!(CRASH_POINTS as readonly string[]).includes(p)) {
+    throw new Error(`Cannot read NEURO_CRASH_POINTS: ${p} is not one of ${CRASH_POINTS.join(", ")}`);
+  }
+}
+/**
+ * The longest one run of the controller may take: a whole uninterrupted epoch takes well under a minute on a
+ * quiet machine, so ten minutes is a hang, not a slow machine.
+ */
+const RUN_MS = 600_000;
+
+/** Runs the controller (as `runEpoch`), SIGTERMed after `RUN_MS`; the run fails the walk if it was. */
+async function boundedRun(args: readonly string[], env: Record<string, string> = {}): Promise<EpochRun> {
+  const { child, done } = spawnEpoch(args, env);
+  const timer = setTimeout(() => child.kill("SIGTERM"), RUN_MS);
+  try {
+    const run = await done;
+    if (run.signal === "SIGTERM") {
+      throw new Error(
+        `the controller (${JSON.stringify(env)}) still ran after ${RUN_MS} ms:\n${run.stdout}${run.stderr}`,
+      );
+    }
+    return run;
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** What an epoch ended with, as compared between runs. */
 interface Outcome {
@@ -100,7 +131,7 @@ async function prepared(): Promise<{ template: string; reference: Outcome }> {
   if (reference === null) {
     const net = await startEpochNet(template);
     try {
-      const run = await runEpoch(runArgs(net));
+      const run = await boundedRun(runArgs(net));
       assert.equal(run.code, 0, run.stdout + run.stderr);
       reference = await outcome(net, run);
       await checkJournal(net.home);
@@ -123,8 +154,8 @@ async function walk(
   const kills: string[] = [];
   for (;;) {
     const at = next(kills.length);
-    if (at === null) return { run: await runEpoch(runArgs(net)), kills };
-    const r = await runEpoch(runArgs(net), { NEURO_CRASH_AT: at });
+    if (at === null) return { run: await boundedRun(runArgs(net)), kills };
+    const r = await boundedRun(runArgs(net), { NEURO_CRASH_AT: at });
     if (r.signal !== "SIGKILL") {
       // The point was not reached again: the epoch finished (or failed) on this run.
       return { run: r, kills };
@@ -135,12 +166,14 @@ async function walk(
 }
 
 /**
- * One kill in every phase: charged, collected, activated, the first training transaction signed (then a worker
- * vanishes and comes back, and the validator is stopped and started), a transaction resent, a step, a score,
- * the end.
+ * One kill in every phase: charged, the Curator's proposal begun (its 3 collects before it; the restart must
+ * take that proposal as the epoch's, not wait for the chain to take another), collected, activated, the first
+ * training transaction signed (then a worker vanishes and comes back, and the validator is stopped and
+ * started), a transaction resent, a step, a score, the end.
  */
 const MIXED = [
   "begin:2",
+  "begin:4",
   "event:1",
   "event:2",
   "submit_signed:2",
@@ -160,7 +193,7 @@ Deno.test({
     const net = await startEpochNet(template);
     try {
       const { run, kills } = await walk(net, (k) => MIXED[k] ?? null, async (k) => {
-        if (k !== 4) return;
+        if (k !== 5) return;
         await net.bounceWorker(1);
         await net.bounceValidator();
       });
@@ -173,7 +206,7 @@ Deno.test({
   },
 });
 
-for (const point of CRASH_POINTS) {
+for (const point of WALKED) {
   Deno.test({
     name:
       `the controller killed at every ${point} write of an epoch, restarted each time, ends as an uninterrupted run`,
