@@ -6,7 +6,7 @@
  * |---|---|
  * | `validators_agree` | every validator's block at `height` has `app_hash` |
  * | `app_hash`, `height` | the proposer's final block |
- * | `epochs` | per epoch: `cohort` {`data_root`, `yes_power`, `total_power`, `activated_height`, `replay_steps`}, `steps` (each claim with `loss`, `outcome`, its batch and why a rejected one was rejected), `evaluation` {`decision`, per group `S`, `Q`, `G`, `passed`, ...}, `serving_root_after` |
+ * | `epochs` | per epoch: `cohort` {`data_root`, `yes_power`, `total_power`, `activated_height`, `replay_steps`}, `steps` (each claim with `loss`, `outcome`, its batch and why a rejected one was rejected), `evaluation` {`decision`, per group `S`, `Q`, `G`, `passed`, ...}, `learning_root_after` (the root its training ended at: the evaluation's candidate), `serving_root_after` |
  * | `inference` | each paid answer: `prompt`, `answer`, `tokens`, `paid_atoms`, `refunded_atoms`, `outcome` |
  * | `rejected` | every rejected claim, score and response with its reason |
  * | `issued_atoms`, `burned_atoms` | the supply totals of the final state |
@@ -76,6 +76,8 @@ export interface EpochSummary extends JsonObject {
   cohort: EpochCohort;
   steps: EpochStep[];
   evaluation: EpochEvaluation | null;
+  /** The learning root the epoch's training ended at (its evaluation's candidate; null without one). */
+  learning_root_after: string | null;
   serving_root_after: string | null;
 }
 
@@ -225,6 +227,7 @@ export async function collectSummary(
         fresh: e.groups.fresh,
         settled_scores: e.settled_scores,
       },
+      learning_root_after: e?.candidate ?? null,
       serving_root_after: e?.serving_root_after ?? null,
     });
     for (const s of steps) {
@@ -278,6 +281,7 @@ export function formatSummary(s: DevnetSummary, detail: SummaryDetail): string {
       const why = st.reason ? ` (${st.reason})` : "";
       lines.push(`  step ${i + 1}. height ${st.height}  loss ${loss}  ${st.outcome}${why}  ${st.claim_id}`);
     }
+    if (e.learning_root_after !== null) lines.push(`  trained to learning root ${e.learning_root_after}`);
     const ev = detail.evaluations.find((x) => x.evaluation_id === e.evaluation?.evaluation_id);
     if (ev) lines.push(...evaluationLines([ev]).map((l) => `  ${l}`));
     else lines.push("  no evaluation");

@@ -289,3 +289,38 @@ export function honestRun(
   }
   return { losses, root, model, genesis };
 }
+
+/**
+ * What two runs of the same devnet scenario must end with, whether or not one was interrupted: every epoch's
+ * cohort (but its activation height), each claim's loss, outcome, reason and batch, the evaluation's decision
+ * and gate groups, the learning and serving roots after it; every paid answer; everything rejected and why;
+ * the atoms issued, conservation and agreement; and every named account's balance but the validators'. A
+ * block's verifier reward goes to the validators whose votes its proposer had in time, and what a vote that
+ * came late would have earned is burned: so the validators' balances and the atoms burned are compared as
+ * one sum. Block heights, the app hash and ids that name heights or devnet keys (claims, evaluations, jobs)
+ * are left out.
+ */
+export function finalState(s: DevnetSummary): JsonValue {
+  const validators = s.balances.filter((b) => b.name.startsWith("validator-"));
+  return {
+    validators_agree: s.validators_agree,
+    conserved: s.conserved,
+    issued_atoms: s.issued_atoms,
+    epochs: s.epochs.map((e) => ({
+      epoch: e.epoch,
+      cohort: { ...e.cohort, activated_height: 0 },
+      steps: e.steps.map((c) => ({ loss: c.loss, outcome: c.outcome, reason: c.reason, batch: c.batch })),
+      evaluation: e.evaluation && { ...e.evaluation, evaluation_id: "" },
+      learning_root_after: e.learning_root_after,
+      serving_root_after: e.serving_root_after,
+    })),
+    inference: s.inference.map((a) => ({
+      ...a,
+      job_id: "",
+      refuted: a.refuted.map((r) => r.reason),
+    })),
+    rejected: s.rejected.map((r) => ({ kind: r.kind, epoch: r.epoch, reason: r.reason })),
+    balances: s.balances.filter((b) => !validators.includes(b)).map((b) => [b.name, b.balance]),
+    validators_and_burned: validators.reduce((n, b) => n + b.balance, s.burned_atoms),
+  };
+}

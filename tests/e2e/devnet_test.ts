@@ -8,6 +8,7 @@ import {
   devnetSchedule,
   type ExpectedGate,
   expectedGate,
+  finalState,
   honestRun,
   killLeftovers,
   liveChildren,
@@ -85,6 +86,7 @@ async function checkEpochOne(s: DevnetSummary, cohortSteps: number): Promise<{ s
     [ev.reason, ev.decision, shown(ev.retention), shown(ev.fresh), ev.settled_scores, e1.serving_root_after],
     ["gate", gate.promoted ? "promote" : "keep", gate.retention, gate.fresh, SCORES, served],
   );
+  equal(e1.learning_root_after, honest.root);
   // Paid inference after epoch 1: two answers from the provider, one from the forging provider whose first
   // response the referee got refuted (its bond slashed) and whose honest retry settled.
   assertEquals(s.inference.map((a) => [a.provider, a.outcome, a.refuted.length]), [
@@ -176,11 +178,14 @@ Deno.test("deno task devnet --epochs 1 --steps 1: a whole epoch with a forged st
   }
 });
 
-Deno.test({
-  name:
-    "deno task devnet --epochs 2 runs 2 whole epochs: the second cohort replays a quarter of its schedule from the first, trains honestly and is decided by the gate",
-  ignore: SLOW,
-  async fn() {
+/**
+ * The uninterrupted default scenario (2 epochs of 4-step cohorts, through `deno task devnet`), checked whole,
+ * run once for the slow tests that need it: the 2-epoch test below, and the kill test as its reference.
+ */
+let uninterrupted: Promise<DevnetSummary> | null = null;
+
+function twoEpochs(): Promise<DevnetSummary> {
+  uninterrupted ??= (async () => {
     const tmp = await Deno.makeTempDir({ prefix: "devnet-epochs-" });
     try {
       // Half an hour: two whole epochs on a machine busy with other work take far longer than at light load.
@@ -202,14 +207,28 @@ Deno.test({
       equal(e2.cohort.activated_height > s.epochs[0]!.cohort.activated_height, true);
       const ev = e2.evaluation!;
       assertEquals([ev.reason, ev.settled_scores], ["gate", SCORES]);
-      // Epoch 2's baseline is what epoch 1 left serving; its decision moves the serving root or keeps it.
-      equal(e2.serving_root_after === served || ev.decision === "promote", true);
+      // Epoch 2 trains on from epoch 1's learning root, and its baseline is what epoch 1 left serving: its
+      // decision moves the serving root to its own learning root or keeps it.
+      equal(e2.learning_root_after !== s.epochs[0]!.learning_root_after, true);
+      assertEquals(e2.serving_root_after, ev.decision === "promote" ? e2.learning_root_after : served);
       equal(s.rejected.filter((r) => r.epoch === 2).length, 0);
       checkBalances(s, 8, 2 * SCORES + 1, 2);
+      equal(await liveChildren(`${tmp}/devnet`), 0);
+      return s;
     } finally {
       await killLeftovers(`${tmp}/devnet`);
       await Deno.remove(tmp, { recursive: true });
     }
+  })();
+  return uninterrupted;
+}
+
+Deno.test({
+  name:
+    "deno task devnet --epochs 2 runs 2 whole epochs: the second cohort replays a quarter of its schedule from the first, trains honestly and is decided by the gate",
+  ignore: SLOW,
+  async fn() {
+    await twoEpochs();
   },
 });
 
@@ -239,7 +258,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "the full default devnet scenario (2 epochs of 4-step cohorts) survives a SIGKILL in every phase",
+  name:
+    "the full default devnet scenario (2 epochs of 4-step cohorts) SIGKILLed in every phase and re-run ends as an uninterrupted run",
   ignore: SLOW,
   async fn() {
     const tmp = await Deno.makeTempDir({ prefix: "devnet-slow-" });
@@ -247,6 +267,7 @@ Deno.test({
     try {
       for (
         const at of [
+          /^\[e1 cohort\] proposal [0-9a-f]{64}: \d of 4 validators approved/,
           /^\[e1 honest\] step 2 claim/,
           /^\[e1 forge\] step 3 update/,
           /^\[e1 after\] referee challenge/,
@@ -254,6 +275,7 @@ Deno.test({
           /^\[e1 evaluate\] scored/,
           /^\[e1 evaluate\] referee challenge/,
           /^\[inference\] asking/,
+          /^\[e2 cohort\] curator collect/,
           /^\[e2 honest\] step 6 claim/,
           /^\[e2 evaluate\] finish/,
         ]
@@ -266,6 +288,8 @@ Deno.test({
       await checkEpochOne(last.summary!, 4);
       checkBalances(last.summary!, 8, 2 * SCORES + 1, 2);
       equal(await liveChildren(dir), 0);
+      // Exactly the end of an uninterrupted run: every loss, outcome, decision, root, answer and balance.
+      assertEquals(finalState(last.summary!), finalState(await twoEpochs()));
     } finally {
       await killLeftovers(dir);
       await Deno.remove(tmp, { recursive: true });
