@@ -14,7 +14,7 @@ import { canonical, isObject, type JsonObject, parseJson } from "../core/canonic
 import { ProtocolError } from "../core/errors.ts";
 
 /** The phases, in order. */
-export const SMOLLM2_PHASES = ["honest", "forge", "grow", "grown", "answer", "done"] as const;
+export const SMOLLM2_PHASES = ["honest", "forge", "grow", "grown", "answer", "paid", "done"] as const;
 
 /** A phase of the scenario. */
 export type Smollm2Phase = typeof SMOLLM2_PHASES[number];

@@ -3,7 +3,7 @@
  * hashes) plus the measures of the reference's published lifecycle, ours beside theirs — step time, each
  * stage's replay by the referee, the forged step's dispute (bytes, upload/seal transactions, publish and
  * resolve time, counted from the chain's blocks), the growth (parameters added, bytes the referee needed),
- * atoms issued, agreement and the final answer — with each phase's wall time and every process's peak RSS.
+ * atoms issued, agreement, the final answer and the answer bought through paid inference — with each phase's wall time and every process's peak RSS.
  *
  * @example
  * ```ts
@@ -18,6 +18,7 @@ import { ChainView } from "./chain_view.ts";
 import type { Smollm2Scenario } from "./smollm2_journal.ts";
 import { type ClaimOutcome } from "./chain_view.ts";
 import { finalTotals } from "./summary.ts";
+import { collectInference, type InferenceOutcome } from "./inference_summary.ts";
 
 /** What the SmolLM2 report reads from the chain at the proposer's height. */
 export interface Smollm2Summary extends JsonObject {
@@ -109,6 +110,8 @@ export interface Smollm2Report extends JsonObject {
   dispute: DisputeFacts | null;
   growth: JsonObject | null;
   answer: JsonObject | null;
+  /** The answer bought through paid inference from the serving model, read back from the chain. */
+  paid: InferenceOutcome | null;
   measures: { name: string; ours: string; reference: string }[];
   phase_s: Record<string, number>;
   peak_rss_mb: Record<string, number>;
@@ -190,6 +193,7 @@ export async function collectSmollm2Report(
   const grownParams = g?.added_parameters === undefined
     ? undefined
     : SMOLLM2_REFERENCE.parameters + g.added_parameters;
+  const paid = (await collectInference(layout, urls[0]!, view, summary.height))[0] ?? null;
   const R = SMOLLM2_REFERENCE;
   const measures = [
     { name: "trainable parameters", ours: int(R.parameters), reference: int(R.parameters) },
@@ -230,6 +234,12 @@ export async function collectSmollm2Report(
     { name: "atoms issued", ours: int(summary.issued), reference: int(R.issued) },
     { name: "validators agree on the app hash", ours: String(summary.validators_agree), reference: "true" },
     { name: "answer", ours: String(s.answer?.text ?? "-"), reference: R.answer },
+    { name: "paid answer (serving model)", ours: paid?.answer.trim() ?? "-", reference: "-" },
+    {
+      name: "paid: tokens, paid / refunded atoms",
+      ours: paid ? `${paid.tokens.length}, ${int(paid.paid_atoms)} / ${int(paid.refunded_atoms)}` : "-",
+      reference: "-",
+    },
   ];
   const phase_s = Object.fromEntries(
     Object.entries(s.phase_ms).map(([k, v]) => [k, Math.round(v / 10) / 100]),
@@ -243,6 +253,7 @@ export async function collectSmollm2Report(
     dispute,
     growth: s.growth,
     answer: s.answer,
+    paid,
     measures,
     phase_s,
     peak_rss_mb,
@@ -270,6 +281,13 @@ export function formatSmollm2Report(r: Smollm2Report): string {
     `growth ${String(r.growth?.claim_id ?? "-").slice(0, 12)}: ${r.growth?.status ?? "-"}`,
     `issued ${r.summary.issued} atoms, burned ${r.summary.burned}; training round ${r.summary.training_round}`,
     `validators agree on the app hash at height ${r.summary.height}: ${r.summary.validators_agree}`,
+    ...(r.paid === null ? [] : [
+      `paid job ${r.paid.job_id.slice(0, 12)} (${r.paid.provider}): ${r.paid.outcome}, ${
+        JSON.stringify(r.paid.prompt)
+      } → ${
+        JSON.stringify(r.paid.answer)
+      } in ${r.paid.tokens.length} tokens, paid ${r.paid.paid_atoms}, refunded ${r.paid.refunded_atoms}`,
+    ]),
   ];
   return lines.join("\n");
 }

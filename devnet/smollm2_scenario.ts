@@ -11,7 +11,10 @@
  *    checks the growth from the parent's last block alone; nothing is minted;
  * 4. `grown`: one paid step on the grown model, now on four workers;
  * 5. `answer`: the final model's components are gathered into `objects/` and `deno task generate` answers
- *    "What is the capital of France?" greedily.
+ *    "What is the capital of France?" greedily;
+ * 6. `paid`: a client buys the same question's answer through paid inference from a Provider serving the
+ *    chain's serving model (the genesis SmolLM2: no evaluation promotes here), paid per token and settled
+ *    after the referee checked the response (`smollm2_paid.ts`).
  *
  * Each phase change is journaled (`smollm2_journal.ts`) before it is acted on and the rest is read from the
  * chain, so a run killed at any moment resumes. Every 2 s the peak RSS of every process is sampled.
@@ -23,6 +26,7 @@ import { readWorkersFile, WorkerClient } from "../actors/common/worker_client.ts
 import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import { ChainView } from "./chain_view.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
+import { sponsorSpec } from "./sponsor_spec.ts";
 import { SMOLLM2_CAPACITY, SMOLLM2_GROWTH_BLOCKS } from "../genesis/devnet/smollm2_contents.ts";
 import {
   loadSmollm2Scenario,
@@ -33,6 +37,7 @@ import {
   type Smollm2Scenario,
 } from "./smollm2_journal.ts";
 import { collectSmollm2Report, type Smollm2Report } from "./smollm2_report.ts";
+import { buySmollm2Answer } from "./smollm2_paid.ts";
 
 /** The question the final model answers. */
 export const SMOLLM2_PROMPT = "What is the capital of France?";
@@ -242,24 +247,9 @@ export async function runSmollm2Scenario(
     say(`scenario phase ${phase}`);
   };
   const sponsor = async (workersFile: string, args: string[]): Promise<Child> => {
-    const child = await sup.start({
-      name: "sponsor",
-      task: "sponsor",
-      listens: false,
-      expectsExit: true,
-      args: [
-        "--home",
-        layout.sponsor,
-        "--rpc",
-        rpc,
-        "--workers",
-        workersFile,
-        "--budget",
-        "8",
-        "--json",
-        ...args,
-      ],
-    });
+    const child = await sup.start(
+      sponsorSpec({ home: layout.sponsor, rpc, workers: workersFile, budget: 8, work: args }),
+    );
     child.onLine(watch("sponsor"));
     return child;
   };
@@ -346,7 +336,10 @@ export async function runSmollm2Scenario(
         }
         await next("grown", { growth: r.last });
       } else if (s.phase === "answer") {
-        await next("done", { answer: await answer(sup, layout, rpc, net.workersFile, say, signal) });
+        await next("paid", { answer: await answer(sup, layout, rpc, net.workersFile, say, signal) });
+      } else if (s.phase === "paid") {
+        await buySmollm2Answer(sup, layout, rpc, say, signal);
+        await next("done");
       }
     }
     // Two more blocks so the verifier reward of the last settlement is paid.

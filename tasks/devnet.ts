@@ -63,7 +63,8 @@ Options:
                 (deno task model:fetch-smollm2 first) on 4 validators, 3 workers of 48M parameters
                 and a fourth for growth, a forger, a sponsor and a referee: one honest paid step, one
                 forged step refuted with the real uploads, a growth by 4 identity blocks, one paid
-                step on the grown model and the final model's greedy answer; the summary shows step,
+                step on the grown model, the final model's greedy answer and the same question
+                bought through paid inference from the serving model; the summary shows step,
                 replay, dispute and growth figures beside the reference's, each phase's wall time
                 and each process's peak RSS (dir .neuroshard/devnet-smollm2; about 14 GB of memory at the peaks)
   --gguf FILE   with --model smollm2: the GGUF (default ${SMOLLM2_GGUF})

@@ -6,8 +6,10 @@
  * pinpointed block, the
  * growth adds exactly 14,160,384 parameters, settles, mints nothing and keeps the training round, the step
  * on the grown model is paid to four workers, every validator agrees on the final app hash, the grown model's
- * logits equal its parent's bit for bit, and the final model answers the capital-of-France prompt with Paris.
- * Prints the report's table.
+ * logits equal its parent's bit for bit, the final model answers the capital-of-France prompt with Paris, and
+ * the same question bought through paid inference from the serving model (the genesis SmolLM2) settles with
+ * Paris, paid per token (the client charged its fee and the tokens, the rest of its maximum refunded, the
+ * provider paid the tokens). Prints the report's table.
  */
 import assert from "node:assert/strict";
 import { ObjectStore } from "../../core/object_store.ts";
@@ -15,6 +17,8 @@ import { forwardLogits } from "../../kernels/generation.ts";
 import { loadModel } from "../../kernels/manifest.ts";
 import { formatSmollm2Report, type Smollm2Report } from "../../devnet/smollm2_report.ts";
 import { SLOW, smollm2File } from "../model/smollm2_file.ts";
+import { SMOLLM2_FUNDING } from "../../genesis/devnet/smollm2_build.ts";
+import { DEVNET_PARAMS } from "../../workflows/params.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const file = SLOW
@@ -98,6 +102,23 @@ Deno.test({
         [10_466_667, 10_466_667, 10_466_666, 10_200_000, 10_000_000],
       );
       assert.match(String(report.answer!.text), /Paris/);
+      // The answer bought through paid inference: one job of the client to the provider, settled unrefuted,
+      // 100 atoms a token of at most 8; the client paid one fee and the tokens, the provider got the tokens.
+      const paid = report.paid!;
+      assert.deepEqual([paid.provider, paid.prompt, paid.outcome, paid.refuted], [
+        "provider",
+        "What is the capital of France?",
+        "settled",
+        [],
+      ]);
+      assert.match(paid.answer, /Paris/);
+      const P = DEVNET_PARAMS;
+      assert.deepEqual([paid.paid_atoms, paid.refunded_atoms], [
+        paid.tokens.length * P.price_per_token,
+        (8 - paid.tokens.length) * P.price_per_token,
+      ]);
+      assert.equal(balance("client"), SMOLLM2_FUNDING.client - P.fee - paid.paid_atoms);
+      assert.equal(balance("provider"), SMOLLM2_FUNDING.provider - P.fee + paid.paid_atoms);
       // The growth's logits: the grown model answers every position exactly as its parent.
       const store = new ObjectStore(`${tmp}/models`);
       await gather(dir, g.parent, store);
