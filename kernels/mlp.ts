@@ -19,7 +19,7 @@ import { exp64 } from "./math.ts";
 import { addForward } from "./residual.ts";
 import { FORCE_REFERENCE } from "./matmul.ts";
 import { assertFinite } from "./tensor.ts";
-import { wasmSilu } from "./wasm/softmax_wasm.ts";
+import { wasmSilu, wasmSiluBackward } from "./wasm/softmax_wasm.ts";
 
 const fr = Math.fround;
 
@@ -60,6 +60,37 @@ export function gatedProductReference(g: Float32Array, u: Float32Array): Float32
   return h;
 }
 
+/** The gated product's backward: du and dg from g, u and dh, on the kernel threads when available. */
+export function gatedProductBackward(
+  g: Float32Array,
+  u: Float32Array,
+  dh: Float32Array,
+): { du: Float32Array; dg: Float32Array } {
+  if (!FORCE_REFERENCE && g.length >= SILU_MIN_ELEMENTS) {
+    const r = wasmSiluBackward(g, u, dh);
+    if (r !== null) return r;
+  }
+  return gatedProductBackwardReference(g, u, dh);
+}
+
+/** `gatedProductBackward` by the plain loop that is the definition. */
+export function gatedProductBackwardReference(
+  g: Float32Array,
+  u: Float32Array,
+  dh: Float32Array,
+): { du: Float32Array; dg: Float32Array } {
+  const dg = new Float32Array(g.length), du = new Float32Array(g.length);
+  for (let i = 0; i < g.length; i++) {
+    const gi = g[i]!;
+    const s = sigmoid64(gi);
+    const a = fr(gi * s);
+    du[i] = fr(dh[i]! * a);
+    const da = fr(dh[i]! * u[i]!);
+    dg[i] = fr(da * fr(s * (1 + gi * (1 - s))));
+  }
+  return { du, dg };
+}
+
 /** Below this many elements the gated product stays in the plain loop (copying in costs more). */
 export const SILU_MIN_ELEMENTS = 1024;
 
@@ -92,16 +123,7 @@ export function mlpBackward(
   const { g, u, h } = cache;
   const down = linearBackward(dy, h, w.down, N, M, C); // down.dx: [N,M]
   const dh = down.dx;
-  const dg = new Float32Array(N * M); // dg: [N,M]
-  const du = new Float32Array(N * M); // du: [N,M]
-  for (let i = 0; i < dh.length; i++) {
-    const gi = g[i]!;
-    const s = sigmoid64(gi);
-    const a = fr(gi * s);
-    du[i] = fr(dh[i]! * a);
-    const da = fr(dh[i]! * u[i]!);
-    dg[i] = fr(da * fr(s * (1 + gi * (1 - s))));
-  }
+  const { du, dg } = gatedProductBackward(g, u, dh); // du, dg: [N,M]
   assertFinite(dg, "mlp gate gradient");
   assertFinite(du, "mlp up gradient");
   const gate = linearBackward(dg, x, w.gate, N, C, M);

@@ -37,6 +37,8 @@ export const MATVEC_KERNEL = 6;
 export const QMATVEC_KERNEL = 7;
 /** Index of the MLP's gated product (`silu`, elementwise) in pool jobs. */
 export const SILU_KERNEL = 8;
+/** Index of the MLP's gated product backward (`silu_backward`, elementwise) in pool jobs. */
+export const SILU_BACKWARD_KERNEL = 9;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -68,6 +70,7 @@ export interface SoftmaxExports {
   vocab_exp(at: number, part: number, lo: number, hi: number): void;
   vocab_gradient(at: number, part: number, lo: number, hi: number): void;
   silu(at: number, part: number, lo: number, hi: number): void;
+  silu_backward(at: number, part: number, lo: number, hi: number): void;
   exp64(x: number): number;
   expf4(x: number, y: number): void;
 }
@@ -109,6 +112,7 @@ export function kernelMemory(): KernelMemory | null {
           [matmul, "matvec"],
           [matmul, "qmatvec"],
           [softmax, "silu"],
+          [softmax, "silu_backward"],
         ],
         memory,
         MAX_THREADS - 1,

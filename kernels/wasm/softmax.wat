@@ -700,4 +700,36 @@
           (f64.promote_f32 (f32.load (i32.add (local.get $u) (local.get $o)))))))
       (local.set $x (i32.add (local.get $x) (i32.const 1)))
       (br $lx))))
+
+  ;; The MLP's gated product backward, elements [lo, hi) (kernels/mlp.ts mlpBackward): with s = sigmoid(g) as
+  ;; above, a = fround(g·s), du = fround(dh·a), da = fround(dh·u), dg = fround(da·fround(s·(1 + g·(1 − s)))),
+  ;; every product and sum in float64 as in the reference. Elementwise, so any split gives the same bits.
+  ;; Parameter block: g u dh du dg (f32 arrays; du may be dh).
+  (func (export "silu_backward") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
+    (local $g i32) (local $u i32) (local $dh i32) (local $du i32) (local $dg i32) (local $x i32) (local $o i32)
+    (local $gi f64) (local $s f64) (local $d f64)
+    (local.set $g (call $arg (local.get $at) (i32.const 0)))
+    (local.set $u (call $arg (local.get $at) (i32.const 1)))
+    (local.set $dh (call $arg (local.get $at) (i32.const 2)))
+    (local.set $du (call $arg (local.get $at) (i32.const 3)))
+    (local.set $dg (call $arg (local.get $at) (i32.const 4)))
+    (local.set $x (local.get $lo))
+    (block $dx (loop $lx
+      (br_if $dx (i32.ge_u (local.get $x) (local.get $hi)))
+      (local.set $o (i32.shl (local.get $x) (i32.const 2)))
+      (local.set $gi (f64.promote_f32 (f32.load (i32.add (local.get $g) (local.get $o)))))
+      (local.set $d (f64.promote_f32 (f32.load (i32.add (local.get $dh) (local.get $o)))))
+      (local.set $s (f64.div (f64.const 1) (f64.add (f64.const 1) (call $exp64 (f64.neg (local.get $gi))))))
+      ;; dg first: du may overwrite dh
+      (f32.store (i32.add (local.get $dg) (local.get $o))
+        (f32.demote_f64 (f64.mul
+          (f64.promote_f32 (f32.demote_f64 (f64.mul (local.get $d)
+            (f64.promote_f32 (f32.load (i32.add (local.get $u) (local.get $o)))))))
+          (f64.promote_f32 (f32.demote_f64 (f64.mul (local.get $s)
+            (f64.add (f64.const 1) (f64.mul (local.get $gi) (f64.sub (f64.const 1) (local.get $s))))))))))
+      (f32.store (i32.add (local.get $du) (local.get $o))
+        (f32.demote_f64 (f64.mul (local.get $d)
+          (f64.promote_f32 (f32.demote_f64 (f64.mul (local.get $gi) (local.get $s)))))))
+      (local.set $x (i32.add (local.get $x) (i32.const 1)))
+      (br $lx))))
 )

@@ -22,6 +22,7 @@ import {
   kernelMemory,
   MAX_BYTES,
   scratchBase,
+  SILU_BACKWARD_KERNEL,
   SILU_KERNEL,
   VOCAB_EXP_KERNEL,
   VOCAB_GRADIENT_KERNEL,
@@ -63,12 +64,16 @@ class Arena {
 
 /** Runs `kernel` on each range (job part p gets its own scratch) across this thread and the workers. */
 function run(km: KernelMemory, kernel: number, params: number, ranges: [number, number][]): void {
-  const fn = kernel === SILU_KERNEL ? km.softmax.silu : [
-    km.softmax.attention_forward,
-    km.softmax.attention_backward,
-    km.softmax.vocab_exp,
-    km.softmax.vocab_gradient,
-  ][kernel - ATTENTION_FORWARD_KERNEL]!;
+  const fn = kernel === SILU_KERNEL
+    ? km.softmax.silu
+    : kernel === SILU_BACKWARD_KERNEL
+    ? km.softmax.silu_backward
+    : [
+      km.softmax.attention_forward,
+      km.softmax.attention_backward,
+      km.softmax.vocab_exp,
+      km.softmax.vocab_gradient,
+    ][kernel - ATTENTION_FORWARD_KERNEL]!;
   const jobs = ranges.map(([lo, hi], part) => [kernel, params, part, lo, hi]);
   const local = (job: readonly number[]) => fn(job[1]!, job[2]!, job[3]!, job[4]!);
   if (jobs.length === 1) local(jobs[0]!);
@@ -258,4 +263,31 @@ export function wasmSilu(
   new Int32Array(buf, at, 3).set([g0, u0, g0]); // h overwrites g
   run(km, SILU_KERNEL, at, ranges);
   return new Float32Array(buf, g0, n).slice();
+}
+
+/**
+ * The gated product's backward elementwise (`silu_backward` in `softmax.wat`, the reference's float64 steps):
+ * from g, u and dh, du and dg, split by element ranges across the kernel threads (the same bits for any
+ * split). Null when unavailable or too large; throws RangeError when the memory cannot grow.
+ */
+export function wasmSiluBackward(
+  g: Float32Array,
+  u: Float32Array,
+  dh: Float32Array,
+  threads: number = kernelThreads(),
+): { du: Float32Array; dg: Float32Array } | null {
+  const km = kernelMemory();
+  if (km === null) return null;
+  const n = g.length;
+  const ranges = unitSplit(n, 32 * n, threads);
+  const a = new Arena();
+  const at = a.floats(PARAMS / 4), g0 = a.floats(n), u0 = a.floats(n), d0 = a.floats(n), e0 = a.floats(n);
+  if (!fits(km, a.end)) return null;
+  const buf = km.memory.buffer;
+  new Float32Array(buf, g0, n).set(g);
+  new Float32Array(buf, u0, n).set(u.subarray(0, n));
+  new Float32Array(buf, d0, n).set(dh.subarray(0, n));
+  new Int32Array(buf, at, 5).set([g0, u0, d0, d0, e0]); // du overwrites dh
+  run(km, SILU_BACKWARD_KERNEL, at, ranges);
+  return { du: new Float32Array(buf, d0, n).slice(), dg: new Float32Array(buf, e0, n).slice() };
 }
