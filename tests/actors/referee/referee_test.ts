@@ -11,6 +11,13 @@ import { componentParameters } from "../../../kernels/model.ts";
 import { TINY } from "../worker/_fixture.ts";
 import { alteredCopy, journalEvents, replayJournalProcess } from "../sponsor/_journal.ts";
 
+/**
+ * The challenge window of the forged cases: 200 blocks (30 s at 150 ms). The referee must start, replay and
+ * challenge within it while the whole default suite runs on two cores (80 blocks were once too few there). A
+ * caught claim ends at its resolve, so a wide window costs nothing when the referee is in time.
+ */
+const FORGED_WINDOW = 200;
+
 /** Capacities that place the tiny model's embed, norm and block 0 on stage 0 and blocks 1-3 on stage 1. */
 function threeBlockStage(): number[] {
   const block = componentParameters(TINY, "block_000");
@@ -39,16 +46,15 @@ for (
   ] as const
 ) {
   Deno.test(`the referee catches a worker forging its ${forge}: fraud challenge, chunked upload, seal, resolve, claim rejected with the slash`, async () => {
-    // An 80-block window (12 s at 150 ms blocks): the referee must replay both stages and challenge within it
-    // while the whole default suite runs in parallel on two cores. A caught claim ends at the resolve, so a
-    // wide window costs nothing when the referee is in time.
+    // The referee must start, replay both stages and challenge within the window while the whole default
+    // suite runs in parallel on two cores (FORGED_WINDOW).
     // The forward forger holds 3 blocks (stage 0: embed, norm and block 0) and forges block 2 of 3 (index 1):
     // the referee names that block, so only its parent component and its input activation are uploaded.
     const caps = forge === "forward" ? threeBlockStage() : undefined;
     const net = await startNetwork({
       workers: 2,
       forge: [null, forge],
-      challengeBlocks: 80,
+      challengeBlocks: FORGED_WINDOW,
       ...(caps ? { capacities: caps } : {}),
     });
     const referee = await startTask("referee", refereeArgs(net), { listens: false });
@@ -209,7 +215,7 @@ Deno.test("a forged update of stage 0's embedding (over 1 MiB) is refuted throug
     workers: 2,
     forge: ["optimizer", null],
     config: WIDE_VOCAB,
-    challengeBlocks: 80,
+    challengeBlocks: FORGED_WINDOW,
     // 2 MiB of uploads at 150 ms blocks: a loaded 2-core machine may take far more than the devnet's 20 blocks.
     availabilityBlocks: 200,
   });
@@ -279,8 +285,8 @@ async function submitGrow(net: Awaited<ReturnType<typeof startNetwork>>, forged:
 
 for (const forged of [false, true]) {
   Deno.test(`the referee replays ${forged ? "a forged" : "an honest"} growth from the parent's last block alone and ${forged ? "gets it rejected" : "lets it settle"}`, async () => {
-    // A forged growth must be challenged, uploaded and resolved within the window: 80 blocks (12 s).
-    const net = await startNetwork({ workers: 2, challengeBlocks: forged ? 80 : 12 });
+    // A forged growth must be challenged, uploaded and resolved within the window (FORGED_WINDOW).
+    const net = await startNetwork({ workers: 2, challengeBlocks: forged ? FORGED_WINDOW : 12 });
     const referee = await startTask("referee", refereeArgs(net), { listens: false });
     try {
       const claimId = await submitGrow(net, forged);
@@ -318,7 +324,7 @@ Deno.test({
     "a worker committing a wrong chunk root cannot block the referee: it files a chunks challenge, uploads the object without paths and gets the claim rejected with the slash",
   ignore: Deno.env.get("NEURO_SLOW") !== "1",
   async fn() {
-    const net = await startNetwork({ workers: 2, forge: [null, "chunks"], challengeBlocks: 80 });
+    const net = await startNetwork({ workers: 2, forge: [null, "chunks"], challengeBlocks: FORGED_WINDOW });
     const referee = await startTask("referee", refereeArgs(net), { listens: false });
     try {
       const chain = new ChainClient(net.rpc);

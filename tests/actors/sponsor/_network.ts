@@ -118,6 +118,10 @@ export async function startNetwork(
     genesis.params.min_inference_blocks!,
     genesis.params.challenge_blocks + 1,
   );
+  genesis.params.max_inference_blocks = Math.max(
+    genesis.params.max_inference_blocks!,
+    genesis.params.min_inference_blocks,
+  );
   await Deno.writeTextFile(genesisPath, canonical(genesis as unknown as JsonValue) + "\n");
   const validator = await startProc(homes[0]!, genesisPath);
   const workers: TaskProcess[] = [];
