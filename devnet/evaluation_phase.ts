@@ -74,7 +74,7 @@ export async function runEvaluationPhase(p: EvaluationPhase): Promise<JsonObject
       "--workers",
       p.workersFile,
       "--poll-ms",
-      "200",
+      "100",
       "--json",
     ],
   });

@@ -89,22 +89,28 @@ export async function startNetwork(
     task: "validator",
     args: [...validatorArgs(layout, 0), ...comet],
   });
-  const urls = [v0.url!];
-  for (let i = 1; i < layout.validators.length; i++) {
-    const v = await sup.start({
-      name: `validator-${i}`,
+  // The replicas (which follow validator-0), the workers and the forger start side by side: each process's
+  // start-up is mostly its own, and waiting for them one by one cost seconds on every run.
+  const replicas = layout.validators.slice(1).map((_, k) =>
+    sup.start({
+      name: `validator-${k + 1}`,
       task: "validator",
-      args: [...validatorArgs(layout, i), ...(engine === "cometbft" ? comet : ["--follow", v0.url!])],
-    });
-    urls.push(v.url!);
-  }
+      args: [...validatorArgs(layout, k + 1), ...(engine === "cometbft" ? comet : ["--follow", v0.url!])],
+    })
+  );
+  const workers = layout.workers.map((home, i) =>
+    sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home] })
+  );
+  const forging = forger === null ? Promise.resolve(null) : startForger(sup, layout, forger);
+  const [started, workerChildren, forgerUrl] = await Promise.all([
+    Promise.all(replicas),
+    Promise.all(workers),
+    forging,
+  ]);
+  const urls = [v0.url!, ...started.map((v) => v.url!)];
   const rpc = v0.url!;
   say(`validators ${urls.join(" ")}`);
-  const workerUrls: string[] = [];
-  for (const [i, home] of layout.workers.entries()) {
-    workerUrls.push((await sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home] })).url!);
-  }
-  const forgerUrl = forger === null ? null : await startForger(sup, layout, forger);
+  const workerUrls = workerChildren.map((w) => w.url!);
   await writeWorkers(`${dir}/workers.json`, layout.workers, workerUrls);
   const refereeHomes = forgerUrl ? [...layout.workers, layout.forger] : layout.workers;
   const refereeUrls = forgerUrl ? [...workerUrls, forgerUrl] : workerUrls;

@@ -152,7 +152,9 @@ async function sponsor(run: DevnetRun, workersFile: string, steps: number): Prom
     rpc: run.net.rpc,
     workers: workersFile,
     budget: sponsorBudget(run.scenario()),
-    work: ["--steps", String(steps)],
+    // A block every 250 ms: polling the chain every 300 ms (the sponsor's default) made each of a step's
+    // waits last up to a block longer than it needed to.
+    work: ["--steps", String(steps), "--poll-ms", "100"],
   }));
   child.onLine((line) => {
     const p = progressLine("sponsor", line, run.scenario());
