@@ -292,7 +292,8 @@ export function honestRun(
 
 /**
  * What two runs of the same devnet scenario must end with, whether or not one was interrupted: every epoch's
- * cohort (but its activation height), each claim's loss, outcome, reason and batch, the evaluation's decision
+ * cohort (voted in by more than 2/3 of the power; its activation height and exact yes power are timing), each
+ * claim's loss, outcome, reason and batch, the evaluation's decision
  * and gate groups, the learning and serving roots after it; every paid answer; everything rejected and why;
  * the atoms issued, conservation and agreement; and every named account's balance but the validators'. A
  * block's verifier reward goes to the validators whose votes its proposer had in time, and what a vote that
@@ -308,7 +309,14 @@ export function finalState(s: DevnetSummary): JsonValue {
     issued_atoms: s.issued_atoms,
     epochs: s.epochs.map((e) => ({
       epoch: e.epoch,
-      cohort: { ...e.cohort, activated_height: 0 },
+      // Activated in the block where the yes votes passed 2/3 of the power: whether the last validator's vote
+      // was in by then is timing, so the yes power is compared as the supermajority it must be.
+      cohort: {
+        data_root: e.cohort.data_root,
+        voted_in: e.cohort.yes_power * 3 > e.cohort.total_power * 2,
+        total_power: e.cohort.total_power,
+        replay_steps: e.cohort.replay_steps,
+      },
       steps: e.steps.map((c) => ({ loss: c.loss, outcome: c.outcome, reason: c.reason, batch: c.batch })),
       evaluation: e.evaluation && { ...e.evaluation, evaluation_id: "" },
       learning_root_after: e.learning_root_after,
