@@ -84,8 +84,8 @@ function headed(layout: Layout): Uint8Array<ArrayBuffer> {
   return out;
 }
 
-/** The canonical safetensors bytes of `tensors`; `non_finite_tensor` if any value is NaN or infinite. */
-export function writeSafetensors(tensors: Tensors): Uint8Array {
+/** Each tensor's shape; `invalid_tensor` when its data does not hold exactly that many values. */
+function shapesOf(tensors: Tensors): Record<string, readonly number[]> {
   const shapes: Record<string, readonly number[]> = {};
   for (const [name, t] of Object.entries(tensors)) {
     if (t.data.length !== sizeOf(t.shape)) {
@@ -96,7 +96,12 @@ export function writeSafetensors(tensors: Tensors): Uint8Array {
     }
     shapes[name] = t.shape;
   }
-  const layout = layoutOf(shapes);
+  return shapes;
+}
+
+/** The canonical safetensors bytes of `tensors`; `non_finite_tensor` if any value is NaN or infinite. */
+export function writeSafetensors(tensors: Tensors): Uint8Array {
+  const layout = layoutOf(shapesOf(tensors));
   for (const name of layout.names) assertFinite(tensors[name]!.data, `tensor ${name}`);
   const out = headed(layout);
   layout.names.forEach((name, i) => {
@@ -120,17 +125,7 @@ export function writeSafetensors(tensors: Tensors): Uint8Array {
  */
 export function safetensorsParts(tensors: Tensors): Uint8Array[] {
   if (!LITTLE_ENDIAN) return [writeSafetensors(tensors)];
-  const shapes: Record<string, readonly number[]> = {};
-  for (const [name, t] of Object.entries(tensors)) {
-    if (t.data.length !== sizeOf(t.shape)) {
-      throw new ProtocolError(
-        "invalid_tensor",
-        `Cannot write ${name}: ${t.data.length} values for [${t.shape}]`,
-      );
-    }
-    shapes[name] = t.shape;
-  }
-  const layout = layoutOf(shapes);
+  const layout = layoutOf(shapesOf(tensors));
   const head = new Uint8Array(8 + layout.header.length);
   new DataView(head.buffer).setBigUint64(0, BigInt(layout.header.length), true);
   head.set(layout.header, 8);
