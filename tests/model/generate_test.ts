@@ -137,26 +137,11 @@ Deno.test({
       const imported = await runTaskFile("model_import.ts", ["--gguf", file.path!, "--objects", dir]);
       assert.equal(imported.code, 0, imported.stderr);
       const { model } = importedRoots(imported.stdout);
-      const one = await runTaskFile("generate.ts", [
-        "--model",
-        model,
-        "--objects",
-        dir,
-        "--prompt",
-        "What is the capital of France?",
-      ]);
+      const france = ["--model", model, "--objects", dir, "--prompt", "What is the capital of France?"];
+      const one = await runTaskFile("generate.ts", france);
       assert.equal(one.stdout, "The capital of France is Paris.\n");
       assert.doesNotMatch(one.stderr, /drafter|drafted/); // one token per pass by default
-      const drafting = await runTaskFile("generate.ts", [
-        "--model",
-        model,
-        "--objects",
-        dir,
-        "--prompt",
-        "What is the capital of France?",
-        "--draft",
-        "6",
-      ]);
+      const drafting = await runTaskFile("generate.ts", [...france, "--draft", "6"]);
       assert.equal(drafting.stdout, one.stdout);
       assert.match(drafting.stderr, /prepared the int8 drafter/);
       const accepted = /(\d+)\/(\d+) drafted tokens accepted/.exec(drafting.stderr);
