@@ -5,7 +5,7 @@ import { id } from "../../core/digest.ts";
 import { batchArrays } from "../../kernels/batch.ts";
 import { headDim } from "../../kernels/config.ts";
 import { headForwardBackward } from "../../kernels/head.ts";
-import { buildManifest, componentFiles, type Manifest } from "../../kernels/manifest.ts";
+import { componentFiles, type Manifest, manifestOf as modelManifest } from "../../kernels/manifest.ts";
 import { initModel, type Model } from "../../kernels/model.ts";
 import { place } from "../../kernels/placement.ts";
 import { rotaryTables } from "../../kernels/rotary.ts";
@@ -17,12 +17,7 @@ import { rng } from "./_gradcheck.ts";
 import { TINY, TINY_BATCH, TOKENIZER_ROOT } from "./_tiny.ts";
 
 function manifestOf(model: Model, parent: string | null = null): Manifest {
-  const roots = Object.fromEntries(Object.entries(componentFiles(model)).map(([n, b]) => [n, sha256Hex(b)]));
-  return buildManifest(model.config, roots, {
-    parent,
-    origin: { kind: "init", seed: 3 },
-    tokenizer_root: TOKENIZER_ROOT,
-  });
+  return modelManifest(model, { parent, origin: { kind: "init", seed: 3 }, tokenizer_root: TOKENIZER_ROOT });
 }
 
 const ALL = [["embed", "norm", "block_000", "block_001", "block_002"]];
