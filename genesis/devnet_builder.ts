@@ -41,6 +41,7 @@ import {
   writeDevnetSources,
 } from "./devnet/sources.ts";
 import { genesisId } from "./schema.ts";
+import type { WindowOptions } from "../text/windows.ts";
 
 /** Options of the devnet build. */
 export interface DevnetBuildOptions {
@@ -229,21 +230,34 @@ export async function ensureDevnet(
       challenge_blocks: options.challengeBlocks ?? DEVNET_BUILD_PARAMS.challenge_blocks,
     },
   });
-  // Every operator keeps its own copy of the raw files: the Curator to collect, each validator to review.
-  await writeDevnetSources(`${staging}/sources`, sources);
-  await writeDevnetSources(`${staging}/curator/sources`, sources);
-  for (const home of ledger.homes) {
-    await writeDevnetSources(`${home}/sources`, sources);
-    await Deno.writeTextFile(
-      `${home}/review-policy.json`,
-      JSON.stringify({ sources: "sources/sources.json", poll_ms: 1000 }) + "\n",
-    );
-  }
+  await writeOperatorSources(staging, ledger.homes, sources);
   progress("storing the genesis objects in every home");
   const homes = [...ledger.homes.map((h) => h.slice(h.lastIndexOf("/") + 1)), ...actors.map(([n]) => n)];
   await storeContents(new ObjectStore(`${staging}/objects`), contents);
   for (const home of homes) await storeContents(new ObjectStore(`${staging}/${home}/objects`), contents);
   return await finishDevnetBuild(staging, dir);
+}
+
+/**
+ * Gives every operator its own copy of the raw source files (PROTOCOL §6): `staging/sources/`, the Curator's
+ * `curator/sources/` (to collect) and each validator's `sources/` with a `review-policy.json` for `deno task
+ * validator --review-policy` (to review and vote), all with the Curator's window settings `windows`.
+ */
+export async function writeOperatorSources(
+  staging: string,
+  validatorHomes: readonly string[],
+  sources: readonly SourceFile[],
+  windows?: WindowOptions,
+): Promise<void> {
+  await writeDevnetSources(`${staging}/sources`, sources, windows);
+  await writeDevnetSources(`${staging}/curator/sources`, sources, windows);
+  for (const home of validatorHomes) {
+    await writeDevnetSources(`${home}/sources`, sources, windows);
+    await Deno.writeTextFile(
+      `${home}/review-policy.json`,
+      JSON.stringify({ sources: "sources/sources.json", poll_ms: 1000 }) + "\n",
+    );
+  }
 }
 
 /**

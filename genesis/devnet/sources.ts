@@ -100,15 +100,22 @@ export function devnetDataSection(files: readonly SourceFile[]): JsonObject {
   };
 }
 
-/** Writes the files and a `sources.json` naming them into `dir` (an operator's own copy). */
-export async function writeDevnetSources(dir: string, files: readonly SourceFile[]): Promise<string> {
+/**
+ * Writes the files and a `sources.json` naming them into `dir` (an operator's own copy), with the window
+ * settings its Curator or reviewer cuts documents by (the SmolLM2 devnet's are longer).
+ */
+export async function writeDevnetSources(
+  dir: string,
+  files: readonly SourceFile[],
+  windows: WindowOptions = DEVNET_CURATOR_WINDOWS,
+): Promise<string> {
   await Deno.mkdir(dir, { recursive: true });
   for (const f of files) await Deno.writeFile(`${dir}/${f.file}`, f.bytes);
   const path = `${dir}/sources.json`;
   await Deno.writeTextFile(
     path,
     JSON.stringify(
-      sourcesFileValue(files.map((f) => ({ file: f.file, spec: f.spec })), DEVNET_CURATOR_WINDOWS),
+      sourcesFileValue(files.map((f) => ({ file: f.file, spec: f.spec })), windows),
       null,
       2,
     ) +
