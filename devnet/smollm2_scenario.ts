@@ -35,6 +35,7 @@ import { ChainView } from "./chain_view.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
 import { sponsorSpec } from "./sponsor_spec.ts";
 import { SMOLLM2_CAPACITY, SMOLLM2_GROWTH_BLOCKS } from "../genesis/devnet/smollm2_contents.ts";
+import { linkObjects } from "../genesis/devnet/smollm2_build.ts";
 import {
   loadSmollm2Scenario,
   newSmollm2Scenario,
@@ -386,6 +387,7 @@ export async function runSmollm2Scenario(
       } else if (s.phase === "answer") {
         await next("evaluate", { answer: await answer(sup, layout, rpc, net.workersFile, say, signal) });
       } else if (s.phase === "evaluate") {
+        await linkFinalModel(layout, s.answer!.model_root);
         const decided = await runEvaluationPhase({
           sup,
           layout,
@@ -417,6 +419,22 @@ export async function runSmollm2Scenario(
     return await collectSmollm2Report(layout, net.urls, s);
   } finally {
     if (s.phase !== "done") await saveSmollm2Scenario(dir, s).catch(() => {});
+  }
+}
+
+/**
+ * Hard-links the final model's components (gathered into `objects/` by the `answer` phase) into every
+ * worker's home: the Evaluator starts each gate group on another worker of its pool (PROTOCOL §7.2), so each
+ * worker computes a stage of the candidate it did not train, and a linked component is one it need not be sent
+ * (the embedding alone is 113 MB).
+ */
+async function linkFinalModel(layout: DevnetLayout, root: string): Promise<void> {
+  const store = new ObjectStore(layout.objects);
+  const manifest = parseJson(new TextDecoder().decode(await store.get(root))) as {
+    components: Record<string, string>;
+  };
+  for (const home of layout.workers) {
+    await linkObjects(store, new ObjectStore(`${home}/objects`), Object.values(manifest.components));
   }
 }
 

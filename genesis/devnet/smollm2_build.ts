@@ -190,7 +190,11 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Hard-links every object of `from` into `to` (a copy where the file system refuses a link). */
-async function linkObjects(from: ObjectStore, to: ObjectStore, roots: Iterable<string>): Promise<void> {
+export async function linkObjects(
+  from: ObjectStore,
+  to: ObjectStore,
+  roots: Iterable<string>,
+): Promise<void> {
   for (const root of roots) {
     const target = to.pathOf(root);
     if (await exists(target)) continue;
