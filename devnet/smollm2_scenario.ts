@@ -20,8 +20,9 @@
  *    serving root (the genesis SmolLM2) on the cohort's 8 retention and 8 fresh documents and the ledger's gate
  *    decides (`evaluation_phase.ts`); the referee checks every score;
  * 9. `paid`: a client buys the same question's answer through paid inference from a Provider serving the
- *    chain's serving model — the promoted model when the gate promoted it — paid per token and settled after
- *    the referee checked the response (`smollm2_paid.ts`).
+ *    chain's serving model — the promoted model had the gate promoted it; it keeps the genesis SmolLM2 (the
+ *    fresh group's improvements vary too much, PROTOCOL §15.1) — paid per token and settled after the
+ *    referee checked the response (`smollm2_paid.ts`).
  *
  * Each phase change is journaled (`smollm2_journal.ts`) before it is acted on and the rest is read from the
  * chain, so a run killed at any moment resumes. Every 2 s the peak RSS of every process is sampled.
