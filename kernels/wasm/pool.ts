@@ -54,6 +54,16 @@ export class KernelPool {
     this.#spawnedAt = new Array(size).fill(-Infinity);
   }
 
+  /** How many workers exist now (starting, idle or working; not those that exited). */
+  workers(): number {
+    let n = 0;
+    for (let s = 0; s < this.size; s++) {
+      const state = Atomics.load(this.#ctl, slotBase(s));
+      if (state !== CLOSED && state !== FAILED) n++;
+    }
+    return n;
+  }
+
   /** Why workers are not used (null while they may be), e.g. no read permission for the worker module. */
   get disabled(): string | null {
     return this.#disabled;
@@ -92,10 +102,13 @@ export class KernelPool {
     const here: (readonly number[])[] = [jobs[0]!];
     const given: [slot: number, job: number][] = [];
     const start = Atomics.load(ctl, DONE);
+    // Only the first jobs.length − 1 slots: a call on n threads never starts a worker beyond the n − 1 it
+    // uses, even while one of those is still starting (its job then runs here).
+    const slots = Math.min(this.size, jobs.length - 1);
     let slot = 0;
     for (let j = 1; j < jobs.length; j++) {
       let placed = false;
-      for (; slot < this.size && !placed; slot++) {
+      for (; slot < slots && !placed; slot++) {
         const s = slotBase(slot);
         const state = Atomics.load(ctl, s);
         if (state === CLOSED) this.#spawn(slot);
