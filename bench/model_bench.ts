@@ -5,6 +5,14 @@
  * stages. Needs `deno task model:fetch-smollm2` first (skipped with a message otherwise); the llama.cpp column
  * needs Node ≥ 20 and the npm registry once. Run: `deno bench --allow-all bench/model_bench.ts`.
  *
+ * The peer is measured fairly: llama.cpp stays loaded and warmed up beside us for the whole run
+ * (`tests/model/oracle/llama_peer.ts`) in its best single-thread configuration here (its default F16 KV
+ * cache; its own greedy loop), and one of its samples is taken right before each of ours, so both see the
+ * same machine at the same moment. The prompt and generation figures, ours and the peer's, are the medians of
+ * their samples (the warm-up call included: one in six); the draft-and-verify and training-step rows stay the
+ * best of their runs. The CPU build of ggml that node-llama-cpp chose (its prebuilt binaries pick one per CPU at run
+ * time) is printed: it is the main reason the peer's figures differ between machines.
+ *
  * Generation is greedy with the kernels' KV cache (`decode` one token at a time after the prompt), as
  * llama.cpp's is, on the float32 weights as `deno task generate` reads them; a second row has its one-row
  * matmuls read the weights' exact block-quantised copies instead (`makeResident` with `quantized`, the same
@@ -34,7 +42,7 @@ import { rotaryTables } from "../kernels/rotary.ts";
 import { stageForward } from "../kernels/stage.ts";
 import { trainStep } from "../kernels/step.ts";
 import { Tokenizer } from "@huggingface/tokenizers";
-import { llamaThroughput } from "../tests/model/oracle/oracle.ts";
+import { startLlamaPeer } from "../tests/model/oracle/llama_peer.ts";
 
 const PATH = new URL("../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf", import.meta.url)
   .pathname;
@@ -45,6 +53,18 @@ const TEXT =
   "China and the Islamic world later added zero, algebra and much more.";
 const T = 64;
 const GENERATED = 16;
+
+/** The median of samples (NaN for none). */
+function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b), h = s.length >> 1;
+  return s.length % 2 === 1 ? s[h]! : (s[h - 1]! + s[h]!) / 2;
+}
+
+/** "min … max" of samples, one decimal. */
+function spread(xs: readonly number[]): string {
+  return xs.length === 0 ? "none" : `${Math.min(...xs).toFixed(1)} … ${Math.max(...xs).toFixed(1)}`;
+}
 
 /** Peak resident memory of this process so far (Linux VmHWM), in MB, or NaN elsewhere. */
 function peakRssMb(): number {
@@ -100,7 +120,10 @@ if (!present) {
   const manifest = manifestOf(model, { origin: { format: "gguf" }, tokenizer_root: "0".repeat(64) });
   const batch = { input_ids: [ids], labels: [[...ids.slice(1), -100]] };
 
-  const llama = await llamaThroughput(PATH); // measured now, next to ours
+  // llama.cpp kept running beside us, warmed up: one of its samples is taken right before each of ours.
+  const llama = await startLlamaPeer(PATH);
+  const peer = llama.peer;
+  const peerPrompt: number[] = [], peerGenerate: number[] = []; // seconds per sample
   const threadsReady = await wasmMatmulThreadsReady(2);
   const load = () => {
     try {
@@ -111,9 +134,9 @@ if (!present) {
   };
   const loadAtStart = load();
   const THREADS = [1, 2] as const;
-  const oursPrompt = THREADS.map(() => ({ seconds: Infinity }));
-  const oursNext = THREADS.map(() => ({ seconds: Infinity }));
-  const oursNextQuant = THREADS.map(() => ({ seconds: Infinity }));
+  const oursPrompt = THREADS.map((): number[] => []); // seconds per sample
+  const oursNext = THREADS.map((): number[] => []); // seconds per token, per sample
+  const oursNextQuant = THREADS.map((): number[] => []);
   const drafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
   const step = THREADS.map(() => ({ seconds: Infinity, peak: NaN, loss: NaN }));
   const drafter = new Q8Drafter(model);
@@ -123,13 +146,16 @@ if (!present) {
     const suffix = threads === 1 ? "" : `, ${threads} threads`;
     Deno.bench(`ours: prompt processing, ${T} tokens${suffix}`, {
       group: "smollm2",
-      n: 3,
+      n: 5,
       warmup: 1,
-    }, () => {
+    }, async (b) => {
+      if (peer !== null) peerPrompt.push(await peer.prompt());
       setKernelThreads(threads);
+      b.start();
       const t0 = performance.now();
       nextLogits(model, ids);
-      oursPrompt[ti]!.seconds = Math.min(oursPrompt[ti]!.seconds, (performance.now() - t0) / 1000);
+      oursPrompt[ti]!.push((performance.now() - t0) / 1000);
+      b.end();
     });
     // Generation with float32 reads (the default) and with the block-quantised reads, interleaved.
     for (const quantized of [false, true]) {
@@ -137,9 +163,11 @@ if (!present) {
       const reads = quantized ? ", block-quantised weight reads" : "";
       Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache${reads})${suffix}`, {
         group: "smollm2",
-        n: 3,
+        n: 5,
         warmup: 1,
-      }, () => {
+      }, async (b) => {
+        if (peer !== null) peerGenerate.push(await peer.generate(GENERATED));
+        b.start();
         setKernelThreads(threads);
         setQuantizedReads(quantized);
         const V = c.vocab_size;
@@ -155,8 +183,9 @@ if (!present) {
           const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
           logits = decode(model, cache, [next], tables);
         }
-        into[ti]!.seconds = Math.min(into[ti]!.seconds, (performance.now() - t0) / 1000 / GENERATED);
+        into[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
         setQuantizedReads(false);
+        b.end();
       });
     }
     Deno.bench(`ours: ${DRAFTED} tokens generated after ${T} (draft-and-verify)${suffix}`, {
@@ -218,16 +247,29 @@ if (!present) {
   globalThis.addEventListener("unload", () => {
     const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
     const r = (x: number, y: number) => (Number.isFinite(x / y) ? (x / y).toFixed(2) : "n/a");
-    const theirs = llama.throughput;
-    const pp = theirs?.prompt_tokens_per_second ?? NaN, tg = theirs?.generate_tokens_per_second ?? NaN;
-    console.log(`\nSmolLM2-135M-Instruct Q4_1, one thread, ${T}-token prompt`);
+    const pp = T / median(peerPrompt), tg = GENERATED / median(peerGenerate);
+    const ours = (xs: number[][], per: number) => xs.map((x) => per / median(x));
+    console.log(
+      `\nSmolLM2-135M-Instruct Q4_1, one thread, ${T}-token prompt (prompt and generation: medians of interleaved samples)`,
+    );
     console.log(`| measure | our kernels (float32, deterministic) | llama.cpp (node-llama-cpp 3.21.1) |`);
     console.log(`|---|---|---|`);
-    console.log(`| prompt processing (tokens/s) | ${f(T / oursPrompt[0]!.seconds)} | ${f(pp)} |`);
-    console.log(`| generation (tokens/s) | ${f(1 / oursNext[0]!.seconds)} | ${f(tg)} |`);
+    console.log(`| prompt processing (tokens/s) | ${f(T / median(oursPrompt[0]!))} | ${f(pp)} |`);
+    console.log(`| generation (tokens/s) | ${f(1 / median(oursNext[0]!))} | ${f(tg)} |`);
     const train = `${f(step[0]!.seconds)} s, peak RSS ${f(step[0]!.peak)} MB, loss ${f(step[0]!.loss)}`;
     console.log(`| training step, 3 stages, B=1 T=${T} | ${train} | — |`);
-    if (theirs === null) console.log(`llama.cpp column missing: ${llama.reason}`);
+    if (peer === null) console.log(`llama.cpp column missing: ${llama.reason}`);
+    else {
+      const i = peer.info;
+      console.log(
+        `llama.cpp: ${i.runtime}, ggml CPU build ${i.cpu_variant}, ${i.threads} thread, batch ${i.batchSize}, ` +
+          `F16 KV cache, flash attention ${
+            i.flashAttention ? "on" : "off"
+          }, warmed up; ${peerPrompt.length} ` +
+          `prompt samples (tokens/s: ${spread(peerPrompt.map((s) => T / s))}), ${peerGenerate.length} ` +
+          `generation samples (${spread(peerGenerate.map((s) => GENERATED / s))})`,
+      );
+    }
     console.log(`\nOn 1 and 2 kernel threads (llama.cpp on one thread; ratio = ours / llama.cpp)`);
     console.log(`| measure | 1 thread | ratio | 2 threads | ratio | 2t / 1t |`);
     console.log(`|---|---|---|---|---|---|`);
@@ -237,13 +279,9 @@ if (!present) {
           r(x[1]!, x[0]!)
         } |`,
       );
-    row("prompt processing (tokens/s)", oursPrompt.map((p) => T / p.seconds), pp);
-    row("generation, KV cache (tokens/s)", oursNext.map((p) => 1 / p.seconds), tg);
-    row(
-      "generation, KV cache, block-quantised reads (tokens/s)",
-      oursNextQuant.map((p) => 1 / p.seconds),
-      tg,
-    );
+    row("prompt processing (tokens/s)", ours(oursPrompt, T), pp);
+    row("generation, KV cache (tokens/s)", ours(oursNext, 1), tg);
+    row("generation, KV cache, block-quantised reads (tokens/s)", ours(oursNextQuant, 1), tg);
     row("generation, draft-and-verify (tokens/s)", drafted.map((p) => 1 / p.seconds), tg);
     const rate = drafted.map((d) => `${d.accepted}/${d.drafted} (${f((100 * d.accepted) / d.drafted)}%)`);
     console.log(`| draft-and-verify acceptance | ${rate[0]} | | ${rate[1]} | | |`);

@@ -1,7 +1,6 @@
 // llama.cpp reference outputs for the SmolLM2 tests, through node-llama-cpp@3.21.1 on the CPU with one thread
 // and a float32 KV cache.
-// Usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json [--throughput-only]
-// (--throughput-only writes only the prompt and generation tokens/s, for benchmarks.)
+// Usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json (the benchmarks' peer is llama_peer.mjs)
 // Writes OUT.json (token ids, per-position argmax and top log-probabilities, a greedy answer, timings) and
 // OUT.json.logprobs.f32 (natural-log probabilities of every token at every position, float32 little-endian).
 import { readFileSync, writeFileSync } from "node:fs";
@@ -9,15 +8,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 const packageName = "node-llama-cpp";
 const { getLlama } = await import(packageName);
 
-const [modelPath, probesPath, outPath, mode] = process.argv.slice(2);
-const throughputOnly = mode === "--throughput-only";
-if (
-  !modelPath || !probesPath || !outPath ||
-  (mode !== undefined && !throughputOnly)
-) {
-  console.error(
-    "usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json [--throughput-only]",
-  );
+const [modelPath, probesPath, outPath] = process.argv.slice(2);
+if (!modelPath || !probesPath || !outPath) {
+  console.error("usage: node llama_oracle.mjs MODEL.gguf PROBES.json OUT.json");
   process.exit(2);
 }
 const input = JSON.parse(readFileSync(probesPath, "utf8"));
@@ -72,21 +65,6 @@ async function measureThroughput() {
     prompt_tokens_per_second: prompt.length / promptBest,
     generate_tokens_per_second: input.generate_tokens / seconds,
   };
-}
-
-if (throughputOnly) {
-  writeFileSync(
-    outPath,
-    JSON.stringify({
-      runtime: "node-llama-cpp@3.21.1",
-      threads: 1,
-      throughput: await measureThroughput(),
-    }),
-  );
-  await context.dispose();
-  await model.dispose();
-  await llama.dispose();
-  process.exit(0);
 }
 
 // Per-position next-token distributions on the prompt (prompt processing, timed).

@@ -30,7 +30,8 @@ export interface LlamaReference {
 }
 
 const HERE = new URL("./", import.meta.url).pathname;
-const DIR = `${ROOT}.cache/llama_oracle`;
+/** Where node-llama-cpp is installed and the oracle's scripts run (git-ignored). */
+export const DIR = `${ROOT}.cache/llama_oracle`;
 
 async function run(
   cmd: string,
@@ -57,8 +58,11 @@ async function run(
   }
 }
 
-/** Checks Node, copies the oracle files to `.cache/llama_oracle/` and installs node-llama-cpp when needed. */
-async function prepare(): Promise<
+/**
+ * Checks Node, copies the oracle files to `.cache/llama_oracle/` and installs node-llama-cpp when needed;
+ * returns the bytes of the reference's inputs (its cache key) or why llama.cpp cannot run here.
+ */
+export async function prepare(): Promise<
   { inputs: Uint8Array[]; reason: null } | { inputs: null; reason: string }
 > {
   const node = await run("node", ["--version"], HERE);
@@ -149,37 +153,6 @@ export async function llamaReference(
   return {
     ref,
     logprobs: new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4),
-    reason: null,
-  };
-}
-
-/** llama.cpp's prompt and generation tokens/s on `modelPath` now (one thread, not cached), or why not. */
-export async function llamaThroughput(
-  modelPath: string,
-): Promise<
-  { throughput: LlamaReference["throughput"]; reason: null } | {
-    throughput: null;
-    reason: string;
-  }
-> {
-  const ready = await prepare();
-  if (ready.inputs === null) return { throughput: null, reason: ready.reason };
-  const out = `${DIR}/throughput.json`;
-  const r = await run("node", [
-    "llama_oracle.mjs",
-    modelPath,
-    "probes.json",
-    out,
-    "--throughput-only",
-  ], DIR);
-  if (!r.ok) {
-    return {
-      throughput: null,
-      reason: `llama.cpp run failed: ${r.text.split("\n").slice(-5).join(" | ")}`,
-    };
-  }
-  return {
-    throughput: JSON.parse(await Deno.readTextFile(out)).throughput,
     reason: null,
   };
 }

@@ -1,0 +1,80 @@
+// llama.cpp as the benchmarks' peer, through node-llama-cpp@3.21.1 on the CPU with one thread, kept running
+// so that a benchmark can take the peer's figures between its own (interleaved, not one batch before them).
+// Usage: node llama_peer.mjs MODEL.gguf PROBES.json
+// Loads the model once, in llama.cpp's own best single-thread configuration for this model (its default F16
+// KV cache, batch 512, no flash attention; see peer_config below), runs one prompt and one generation to warm
+// up, prints {"ready": …} and then answers one JSON line per command line on stdin:
+//   prompt       → {"seconds": s}  one prefill of the probes' 64-token prompt (logits of its last token only)
+//   generate N   → {"seconds": s}  N greedy tokens after that prompt (the prompt itself not timed)
+// and exits on end of input or "quit". The CPU variant of ggml that node-llama-cpp loaded (its prebuilt
+// binaries pick one for the CPU at run time) is reported in the ready line.
+import { readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+// Imported by a computed name so that `deno check .` does not try to resolve this Node-only package.
+const packageName = "node-llama-cpp";
+const { getLlama } = await import(packageName);
+
+const [modelPath, probesPath] = process.argv.slice(2);
+if (!modelPath || !probesPath) {
+  console.error("usage: node llama_peer.mjs MODEL.gguf PROBES.json");
+  process.exit(2);
+}
+const input = JSON.parse(readFileSync(probesPath, "utf8"));
+const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+const model = await llama.loadModel({ modelPath });
+const prompt = Array.from(model.tokenize(input.logits_text, true)).slice(0, input.logits_tokens);
+if (prompt.length !== input.logits_tokens) {
+  throw new Error(`logits_text has only ${prompt.length} tokens`);
+}
+// Measured on the 2-core dev machine (bench notes in bench/model_bench.ts): the default F16 KV cache is faster
+// than F32 on both measures; flash attention and the batch size change nothing measurable at 64 tokens.
+const peer_config = { contextSize: 512, batchSize: 512, threads: 1, flashAttention: false };
+const context = await model.createContext(peer_config);
+const sequence = context.getSequence();
+
+async function promptSeconds() {
+  await sequence.clearHistory();
+  const t0 = performance.now();
+  await sequence.evaluateWithoutGeneratingNewTokens(prompt);
+  return (performance.now() - t0) / 1000;
+}
+
+// Greedy decoding through llama.cpp's own loop (`evaluate`, temperature 0), timed from the first generated
+// token (the prompt's prefill and its token are not generation) to the n-th after it.
+async function generateSeconds(n) {
+  await sequence.clearHistory();
+  let count = 0, t0 = 0;
+  for await (const _token of sequence.evaluate(prompt, { temperature: 0 })) {
+    if (count === 0) t0 = performance.now();
+    if (++count > n) break;
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+await promptSeconds();
+await generateSeconds(input.generate_tokens);
+const maps = readFileSync("/proc/self/maps", "utf8").match(/libggml-cpu-[a-z0-9]+\.so/);
+console.log(JSON.stringify({
+  ready: {
+    runtime: "node-llama-cpp@3.21.1",
+    cpu_variant: maps === null ? "unknown" : maps[0],
+    prompt_tokens: prompt.length,
+    ...peer_config,
+  },
+}));
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const [command, arg] = line.trim().split(/\s+/);
+  if (command === "quit") break;
+  try {
+    if (command === "prompt") console.log(JSON.stringify({ seconds: await promptSeconds() }));
+    else if (command === "generate" && /^[1-9][0-9]{0,3}$/.test(arg ?? "")) {
+      console.log(JSON.stringify({ seconds: await generateSeconds(Number(arg)) }));
+    } else console.log(JSON.stringify({ error: `Cannot run command: value is ${JSON.stringify(line)}` }));
+  } catch (e) {
+    console.log(JSON.stringify({ error: String(e?.message ?? e) }));
+  }
+}
+await context.dispose();
+await model.dispose();
+await llama.dispose();
