@@ -14,9 +14,8 @@
  * time) is printed: it is the main reason the peer's figures differ between machines.
  *
  * Generation is greedy with the kernels' KV cache (`decode` one token at a time after the prompt), as
- * llama.cpp's is, on the float32 weights as `deno task generate` reads them; a second row has its one-row
- * matmuls read the weights' exact block-quantised copies instead (`makeResident` with `quantized`, the same
- * bits). The first rows are on one kernel thread, as before, so figures stay comparable across
+ * llama.cpp's is, on the float32 weights as `deno task generate` reads them (resident, prepacked). The first
+ * rows are on one kernel thread, as before, so figures stay comparable across
  * changes; then the same on two threads (`NEURO_THREADS` never changes a bit), greedy generation with
  * draft-and-verify (`kernels/draft_verify.ts`, the int8 drafter; the same tokens, with its acceptance rate),
  * the training step on two threads, and the step's peak RSS measured in a fresh process per thread count
@@ -33,7 +32,7 @@ import { decode, KvCache } from "../kernels/generation.ts";
 import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
-import { makeResident, setQuantizedReads, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
+import { makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { manifestOf } from "../kernels/manifest.ts";
 import { componentNames, componentParameters, type Model } from "../kernels/model.ts";
@@ -101,13 +100,8 @@ if (!present) {
 } else {
   const file = readGguf(await Deno.readFile(PATH));
   const model = modelFromGguf(file);
-  // As deno task generate does: weights read in place by every matmul. The exact block-quantised copies
-  // (kernels/quant_weights.ts, found again in the float32 values) are made too, for the generation row that
-  // reads them; every other measure reads the float32 values, as generate does.
-  const residentStart = performance.now();
-  makeResident(model.components, { quantized: true });
-  const residentSeconds = (performance.now() - residentStart) / 1000;
-  setQuantizedReads(false);
+  // As deno task generate does: weights read in place by every matmul, prepacked for the linear layers.
+  makeResident(model.components);
   const tok = tokenizerFromGguf(file);
   const ids = new Tokenizer(tok.tokenizer, {}).encode(TEXT).ids.slice(0, T);
   const c = model.config;
@@ -136,7 +130,6 @@ if (!present) {
   const THREADS = [1, 2] as const;
   const oursPrompt = THREADS.map((): number[] => []); // seconds per sample
   const oursNext = THREADS.map((): number[] => []); // seconds per token, per sample
-  const oursNextQuant = THREADS.map((): number[] => []);
   const drafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
   const step = THREADS.map(() => ({ seconds: Infinity, peak: NaN, loss: NaN }));
   const drafter = new Q8Drafter(model);
@@ -157,37 +150,30 @@ if (!present) {
       oursPrompt[ti]!.push((performance.now() - t0) / 1000);
       b.end();
     });
-    // Generation with float32 reads (the default) and with the block-quantised reads, interleaved.
-    for (const quantized of [false, true]) {
-      const into = quantized ? oursNextQuant : oursNext;
-      const reads = quantized ? ", block-quantised weight reads" : "";
-      Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache${reads})${suffix}`, {
-        group: "smollm2",
-        n: 5,
-        warmup: 1,
-      }, async (b) => {
-        if (peer !== null) peerGenerate.push(await peer.generate(GENERATED));
-        b.start();
-        setKernelThreads(threads);
-        setQuantizedReads(quantized);
-        const V = c.vocab_size;
-        const tables = rotaryTables(
-          T + GENERATED,
-          c.hidden_size / c.num_attention_heads,
-          c.rope_theta,
-        );
-        const cache = new KvCache(c);
-        let logits = decode(model, cache, ids, tables);
-        const t0 = performance.now();
-        for (let i = 0; i < GENERATED; i++) {
-          const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
-          logits = decode(model, cache, [next], tables);
-        }
-        into[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
-        setQuantizedReads(false);
-        b.end();
-      });
-    }
+    Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (KV cache)${suffix}`, {
+      group: "smollm2",
+      n: 5,
+      warmup: 1,
+    }, async (b) => {
+      if (peer !== null) peerGenerate.push(await peer.generate(GENERATED));
+      b.start();
+      setKernelThreads(threads);
+      const V = c.vocab_size;
+      const tables = rotaryTables(
+        T + GENERATED,
+        c.hidden_size / c.num_attention_heads,
+        c.rope_theta,
+      );
+      const cache = new KvCache(c);
+      let logits = decode(model, cache, ids, tables);
+      const t0 = performance.now();
+      for (let i = 0; i < GENERATED; i++) {
+        const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
+        logits = decode(model, cache, [next], tables);
+      }
+      oursNext[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
+      b.end();
+    });
     Deno.bench(`ours: ${DRAFTED} tokens generated after ${T} (draft-and-verify)${suffix}`, {
       group: "smollm2",
       n: 3,
@@ -281,7 +267,6 @@ if (!present) {
       );
     row("prompt processing (tokens/s)", ours(oursPrompt, T), pp);
     row("generation, KV cache (tokens/s)", ours(oursNext, 1), tg);
-    row("generation, KV cache, block-quantised reads (tokens/s)", ours(oursNextQuant, 1), tg);
     row("generation, draft-and-verify (tokens/s)", drafted.map((p) => 1 / p.seconds), tg);
     const rate = drafted.map((d) => `${d.accepted}/${d.drafted} (${f((100 * d.accepted) / d.drafted)}%)`);
     console.log(`| draft-and-verify acceptance | ${rate[0]} | | ${rate[1]} | | |`);
@@ -301,7 +286,6 @@ if (!present) {
         } s per step; ours / torch time ${r(step[0]!.seconds, torch.seconds)}`,
       );
     } else console.log(`PyTorch step not timed: ${torch.reason}`);
-    console.log(`block-quantised copies of the weights found and packed in ${f(residentSeconds)} s`);
     console.log(
       `kernel threads ready: ${threadsReady} of 2; ${navigator.hardwareConcurrency} CPUs; 1-minute load average ${loadAtStart} at start, ${load()} at end`,
     );

@@ -1,10 +1,10 @@
 /**
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
  * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
- * kernels (`draft.wat`, kernel 1), the one-row kernels on prepacked panels and on exact block-quantised weights
- * (`matmul.wat`, kernels 6 and 7) and the deterministic softmax kernels (`softmax.wat`: attention forward and
- * backward by head, kernels 2 and 3; the head's vocabulary exponentials and gradient, kernels 4 and 5). All are
- * compiled synchronously from embedded bytes, so loading needs no permissions.
+ * kernels (`draft.wat`, kernel 1), the one-row kernel on prepacked panels (`matmul.wat`, kernel 6) and the
+ * deterministic softmax kernels (`softmax.wat`: attention forward and backward by head, kernels 2 and 3; the
+ * head's vocabulary exponentials and gradient, kernels 4 and 5; the MLP's gated product and its backward,
+ * kernels 7 and 8). All are compiled synchronously from embedded bytes, so loading needs no permissions.
  *
  * The memory starts with a resident region — long-lived buffers such as the drafter's quantised weights,
  * handed out by `allocResident` and never freed — followed by the scratch space of each call. The memory
@@ -33,12 +33,10 @@ export const VOCAB_EXP_KERNEL = 4;
 export const VOCAB_GRADIENT_KERNEL = 5;
 /** Index of the one-row matmul on prepacked panels (`matvec`, decoding one token) in pool jobs. */
 export const MATVEC_KERNEL = 6;
-/** Index of the one-row matmul on exact block-quantised weights (`qmatvec`) in pool jobs. */
-export const QMATVEC_KERNEL = 7;
 /** Index of the MLP's gated product (`silu`, elementwise) in pool jobs. */
-export const SILU_KERNEL = 8;
+export const SILU_KERNEL = 7;
 /** Index of the MLP's gated product backward (`silu_backward`, elementwise) in pool jobs. */
-export const SILU_BACKWARD_KERNEL = 9;
+export const SILU_BACKWARD_KERNEL = 8;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -56,7 +54,6 @@ export interface MatmulExports {
   panel_group: WebAssembly.Global;
   matmul(...args: number[]): void;
   matvec(...args: number[]): void;
-  qmatvec(...args: number[]): void;
   pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;
 }
 
@@ -110,7 +107,6 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "vocab_exp"],
           [softmax, "vocab_gradient"],
           [matmul, "matvec"],
-          [matmul, "qmatvec"],
           [softmax, "silu"],
           [softmax, "silu_backward"],
         ],

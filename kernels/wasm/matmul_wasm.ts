@@ -26,12 +26,10 @@ import {
   type MatmulExports,
   MATVEC_KERNEL,
   MAX_BYTES,
-  QMATVEC_KERNEL,
   residentFloat32,
   scratchBase,
 } from "./kernel_memory.ts";
 import type { Tensors } from "../safetensors.ts";
-import { packedQuantBytes, packQuant, quantBlocks } from "../quant_weights.ts";
 
 /** Below this many multiply-adds (M·K·N) a call stays on one thread (handing out work costs microseconds). */
 export const THREAD_MIN_WORK = 1 << 18;
@@ -137,12 +135,10 @@ export function wasmMatmul(
   if (ranges.length > 1 && km.pool.ready(ranges.length - 1) === 0 && km.pool.disabled !== null) {
     ranges = [[0, N]]; // no workers will come: one range avoids packing A again for nothing
   }
-  // One row on exact block-quantised weights (decoding a token with imported weights): the qmatvec.
-  const quant = M === 1 && layout[1] === "t" ? quantB(b, K, N) : null;
-  const packed = quant === null ? packedB(b, layout[1] === "t" ? 1 : 0, K, N) : null;
+  const packed = packedB(b, layout[1] === "t" ? 1 : 0, K, N);
   const inPlace = {
     a: isResident(a) ? a.byteOffset : null,
-    b: quant ?? packed ?? (isResident(b) ? b.byteOffset : null),
+    b: packed ?? (isResident(b) ? b.byteOffset : null),
   };
   let at = layoutFor(M, K, N, ranges.length, km.matmul, inPlace);
   if (at.end > MAX_BYTES) {
@@ -162,13 +158,10 @@ export function wasmMatmul(
   const matvec = M === 1 && packed !== null;
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
-    if (quant !== null) return [QMATVEC_KERNEL, at.a, at.b, at.c, K, lo, hi];
     if (matvec) return [MATVEC_KERNEL, at.a, at.b, at.c, scr, K, N, lo, hi];
     return [MATMUL_KERNEL, at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi, packed === null ? 0 : 1];
   });
-  const run = quant !== null
-    ? (job: readonly number[]) => km.matmul.qmatvec(...job.slice(1))
-    : matvec
+  const run = matvec
     ? (job: readonly number[]) => km.matmul.matvec(...job.slice(1))
     : (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
@@ -188,49 +181,23 @@ export function packedB(b: Float32Array, bT: number, K: number, N: number): numb
   return p !== undefined && p.bT === bT && p.K === K && p.N === N ? p.at : null;
 }
 
-/** Resident matrices that also have an exact block-quantised copy (`makeResident`): where, and its size. */
-const QUANT = new WeakMap<Float32Array, { at: number; K: number; N: number }>();
-let readQuant = true;
-
-/**
- * Whether one-row matmuls read the exact block-quantised copies (default true): a local setting that never
- * changes a bit, for benchmarks that compare both on the same weights.
- */
-export function setQuantizedReads(on: boolean): void {
-  readQuant = on;
-}
-
-/**
- * Where `b`'s exact block-quantised copy is (`makeResident`, `kernels/quant_weights.ts`) for B stored [N,K]
- * of this size, or null (then its float32 values are read).
- */
-export function quantB(b: Float32Array, K: number, N: number): number | null {
-  const q = readQuant ? QUANT.get(b) : undefined;
-  return q !== undefined && q.K === K && q.N === N ? q.at : null;
-}
-
 /**
  * Moves every matrix (2-D tensor) of `components` into the kernels' resident memory, replacing each tensor
  * with a view of the same values there, so every later matmul reads those weights in place instead of
  * copying them in. With `prepack` (the default) each matrix [R, C] is also packed once into the panels the
  * matmul packs it into as B of a linear layer (`y = x·Wᵀ`, layout "nt": N = R, K = C), so those matmuls
  * read the panels in place instead of packing the weight again on every call; that doubles the resident
- * bytes (the plain values stay, for every other use). With `quantized` (off by default) a matrix whose values
- * are exactly block-quantised (`quantBlocks`: the weights of a GGUF import) also gets that copy, 1.25 bytes
- * a value, which a one-row matmul (decoding a token) reads instead, rebuilding each value bit for bit: a
- * quarter of the bytes but about twice the vector operations per weight, which measured slower than the
- * float32 reads on the 2-core dev machine (model bench), so generation does not turn it on. For a
- * model that is only run (generation): the memory is never given back, and the tensors must not be written
- * afterwards (the copies would no longer be theirs). Returns the bytes moved and packed (0 when the kernels
- * are unavailable).
+ * bytes (the plain values stay, for every other use). For a model that is only run (generation): the
+ * memory is never given back, and the tensors must not be written afterwards (the copies would no longer be
+ * theirs). Returns the bytes moved and packed (0 when the kernels are unavailable).
  */
 export function makeResident(
   components: Record<string, Tensors>,
-  options: { prepack?: boolean; quantized?: boolean } = {},
+  options: { prepack?: boolean } = {},
 ): number {
   const km = kernelMemory();
   if (km === null) return 0;
-  const prepack = options.prepack ?? true, quantized = options.quantized ?? false;
+  const prepack = options.prepack ?? true;
   let moved = 0;
   for (const tensors of Object.values(components)) {
     for (const [name, t] of Object.entries(tensors)) {
@@ -239,15 +206,8 @@ export function makeResident(
       view.set(t.data);
       tensors[name] = { shape: t.shape, data: view };
       moved += t.data.byteLength;
-      const [N, K] = t.shape as [number, number];
-      const q = quantized ? quantBlocks(view, N, K) : null;
-      if (q !== null) {
-        const bytes = packedQuantBytes(N, K), at = allocResident(km, bytes);
-        packQuant(q, N, K, new Uint8Array(km.memory.buffer, at, bytes));
-        QUANT.set(view, { at, K, N });
-        moved += bytes;
-      }
       if (!prepack) continue;
+      const [N, K] = t.shape as [number, number];
       const bytes = Math.ceil(N / 12) * K * 48;
       const at = allocResident(km, bytes);
       km.matmul.pack_b_all(view.byteOffset, at, K, N, 1);

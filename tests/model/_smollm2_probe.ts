@@ -3,7 +3,7 @@
  * prints one JSON line with the SHA-256 of the logits of a 24-token prompt (every position), the greedy answer
  * (16 ids and the SHA-256 of their logits) from `generate`, then with the weights resident and prepacked
  * (`makeResident`, as `deno task generate` has them) from `generate` again (its one-row matmuls on the
- * weights' exact block-quantised copies) and from draft-and-verify with the int8 drafter and
+ * prepacked panels) and from draft-and-verify with the int8 drafter and
  * with a deliberately wrong drafter (every third proposal changed), the drafting figures, the record root of
  * one 3-stage SGD step on the prompt's first 16 tokens (attention backward and the head's cross-entropy), and
  * the kernel threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
@@ -60,8 +60,8 @@ const answer = (g: Generation) => ({
 const greedy = answer(generate(model, PROBE_PROMPT, 16));
 // From here on the weights are resident and prepacked (as in deno task generate): the drafted answers and
 // the training step read them there.
-makeResident(model.components, { quantized: true });
-// Decoding one token at a time on the resident weights reads their exact block-quantised copies (qmatvec).
+makeResident(model.components);
+// Decoding one token at a time on the resident weights reads their prepacked panels (matvec).
 const resident = answer(generate(model, PROBE_PROMPT, 16));
 const q8 = new Q8Drafter(model);
 let n = 0;

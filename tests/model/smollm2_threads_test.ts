@@ -1,7 +1,7 @@
 /**
  * SmolLM2-135M on 1, 2 and 3 kernel threads against the reference loops (NEURO_KERNELS=reference): the logits
  * of every position of a 24-token prompt have the same SHA-256, and the greedy answer — from `generate`, from
- * `generate` on resident weights (decoding on their exact block-quantised copies), from
+ * `generate` on resident, prepacked weights (decoding one row at a time on the panels), from
  * draft-and-verify with the int8 drafter and with a deliberately wrong drafter — the same ids and logits, and
  * one 3-stage training step (attention's backward by head, the head's cross-entropy by vocabulary) the same
  * record root.
