@@ -8,8 +8,6 @@
  * call that asks for more than one thread), bounded (at most `MAX_THREADS − 1` workers), and never keeps a
  * process alive: an idle worker exits after `IDLE_MS` (`pool_protocol.ts`) and a later call starts a new one.
  * While a worker is starting, its share runs on the calling thread, so results never wait for a start-up.
- * Waiting for its workers, the calling thread polls for `SPIN_MS` before it sleeps, as a worker does for its
- * next job (`pool_protocol.ts` says why).
  * Workers are started only when the worker module may be read (`--allow-read`); otherwise every job runs on
  * the calling thread. Workers inherit the process's permissions (Deno's narrower worker
  * permissions are unstable) but touch only the shared memory.
@@ -23,14 +21,13 @@ import {
   IDLE,
   SLOT_WORDS,
   slotBase,
-  spinsOn,
-  spinWhile,
   STARTING,
   WORK,
   type WorkerStart,
 } from "./pool_protocol.ts";
 
 const WORKER_URL = new URL("./pool_worker.ts", import.meta.url);
+const SPINS = 4096; // polls of the done counter before the calling thread sleeps on it
 /**
  * The shortest time between two starts of a worker in one slot. Starting a worker blocks the calling thread
  * until the worker's isolate exists (tens of milliseconds, far more on a loaded machine), so a slot whose
@@ -132,11 +129,11 @@ export class KernelPool {
     } catch (e) {
       error = e;
     }
-    const spin = spinsOn(given.length + 1); // this thread polls only when every thread has a core
+    let spins = 0;
     for (;;) {
       const done = Atomics.load(ctl, DONE);
       if (((done - start) | 0) >= given.length) break;
-      if (spinWhile(ctl, DONE, done, spin) === done) Atomics.wait(ctl, DONE, done, 20); // none finished meanwhile
+      if (++spins > SPINS) Atomics.wait(ctl, DONE, done, 20);
     }
     if (error !== null) throw error;
     for (const [s, j] of given) {

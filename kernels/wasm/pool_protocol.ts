@@ -34,37 +34,6 @@ export const FAILED = 4;
 /** How long an idle worker waits for work before it exits. */
 export const IDLE_MS = 2000;
 
-/**
- * How long a thread polls the control block (with `Atomics.pause`) before it sleeps on it: a worker after
- * each job, waiting for the next; the calling thread, waiting for its workers. A model's pass calls the
- * kernels back to back (a few to a few hundred microseconds apart), so within a pass no thread sleeps. That
- * matters on a virtual machine: a sleeping thread that is woken is placed on its waker's core when the idle
- * core looks preempted to the guest's scheduler (a halted vCPU), and the two threads then share one core
- * for most of the next call (measured on the 2-core dev machine: 2 threads no faster than 1). Only threads
- * that have a core of their own poll (`spinsOn`): with more threads than cores, polling would take a core
- * from a thread that computes.
- */
-export const SPIN_MS = 4;
-
-/** How long thread number `thread` (1 is the calling thread, 2 the first worker, …) polls: `SPIN_MS` or 0. */
-export function spinsOn(thread: number, cores: number = navigator.hardwareConcurrency ?? 1): number {
-  return thread <= cores ? SPIN_MS : 0;
-}
-
-/**
- * Polls `ctl[index]` while it equals `value`, for at most `ms` milliseconds; returns the value it last read
- * (still `value` when the time ran out).
- */
-export function spinWhile(ctl: Int32Array, index: number, value: number, ms: number = SPIN_MS): number {
-  const until = performance.now() + ms;
-  for (let n = 0;; n++) {
-    const v = Atomics.load(ctl, index);
-    if (v !== value) return v;
-    if ((n & 255) === 255 && performance.now() > until) return v;
-    Atomics.pause();
-  }
-}
-
 /** The message that starts a worker. */
 export interface WorkerStart {
   /** The modules a job may run, each with the name of its exported function: job word 1 indexes this. */

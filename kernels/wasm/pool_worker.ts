@@ -2,8 +2,7 @@
  * A kernels worker (started by `pool.ts`): instantiates each kernel module on the shared memory, marks its
  * slot IDLE, then runs each job it is given — the function the slot's index names, on the slot's arguments
  * (e.g. a range of output columns of a matmul) — until it has been idle for `IDLE_MS`, when it swaps its
- * slot to CLOSED and exits. Between jobs it polls its slot for `SPIN_MS` before it sleeps (when it has a
- * core of its own), so the jobs of one pass find it awake on its core (`pool_protocol.ts`).
+ * slot to CLOSED and exits.
  * It only reads and writes the shared memory; it needs no permissions.
  * @module
  */
@@ -17,8 +16,6 @@ import {
   IDLE_MS,
   JOB_ARGS,
   slotBase,
-  spinsOn,
-  spinWhile,
   WORK,
   type WorkerStart,
 } from "./pool_protocol.ts";
@@ -31,11 +28,10 @@ self.onmessage = (e: MessageEvent<WorkerStart>) => {
   const fns = kernels.map(([module, name]) =>
     new WebAssembly.Instance(module, { env: { memory } }).exports[name] as unknown as Kernel
   );
-  const spin = spinsOn(slot + 2); // the calling thread is thread 1
   Atomics.store(ctl, s, IDLE);
   Atomics.notify(ctl, s);
   for (;;) {
-    if (spinWhile(ctl, s, IDLE, spin) === IDLE) Atomics.wait(ctl, s, IDLE, IDLE_MS); // no job came meanwhile
+    Atomics.wait(ctl, s, IDLE, IDLE_MS);
     const state = Atomics.load(ctl, s);
     if (state === IDLE) {
       if (Atomics.compareExchange(ctl, s, IDLE, CLOSED) === IDLE) break; // idle too long: exit
