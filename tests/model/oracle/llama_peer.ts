@@ -45,7 +45,9 @@ export async function startLlamaPeer(
 ): Promise<{ peer: LlamaPeer; reason: null } | { peer: null; reason: string }> {
   const ready = await prepare();
   if (ready.inputs === null) return { peer: null, reason: ready.reason };
-  const script = await Deno.readFile(new URL("./llama_peer.mjs", import.meta.url));
+  const script = await Deno.readFile(
+    new URL("./llama_peer.mjs", import.meta.url),
+  );
   await Deno.writeFile(`${DIR}/llama_peer.mjs`, script);
   const child = new Deno.Command("node", {
     args: ["llama_peer.mjs", modelPath, "probes.json"],
@@ -54,14 +56,21 @@ export async function startLlamaPeer(
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  child.unref(); // never keeps a benchmark alive: its stdin closes when we exit, and it exits then
+  // Never keeps the caller alive between samples (it is unref'd then: its stdin closes when we exit, and it
+  // exits then), but does while an answer is awaited (an unref'd child's output is not awaited otherwise).
+  child.unref();
   const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let pending = "";
   const stdin = child.stdin.getWriter();
   const next = async (): Promise<Record<string, unknown>> => { // the next line the peer prints, parsed
     while (!pending.includes("\n")) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error("Cannot read the llama.cpp peer: it exited (its error is above)");
+      child.ref();
+      const { value, done } = await lines.read().finally(() => child.unref());
+      if (done) {
+        throw new Error(
+          "Cannot read the llama.cpp peer: it exited (its error is above)",
+        );
+      }
       pending += value;
     }
     const end = pending.indexOf("\n"), line = pending.slice(0, end);
@@ -74,13 +83,18 @@ export async function startLlamaPeer(
   } catch (e) {
     await stdin.close().catch(() => {});
     await child.status;
-    return { peer: null, reason: `llama.cpp peer failed to start: ${(e as Error).message}` };
+    return {
+      peer: null,
+      reason: `llama.cpp peer failed to start: ${(e as Error).message}`,
+    };
   }
   const ask = async (line: string): Promise<number> => {
     await stdin.write(new TextEncoder().encode(line + "\n"));
     const answer = await next();
     if (typeof answer.seconds !== "number") {
-      throw new Error(`Cannot take a llama.cpp sample: answer is ${JSON.stringify(answer)}`);
+      throw new Error(
+        `Cannot take a llama.cpp sample: answer is ${JSON.stringify(answer)}`,
+      );
     }
     return answer.seconds;
   };
