@@ -17,6 +17,9 @@ import { ProtocolError } from "./errors.ts";
 import { isRoot } from "./hex.ts";
 import { MAX_OBJECT_BYTES } from "./limits.ts";
 
+/** Objects `putMany` writes at once. */
+export const PUT_MANY_CONCURRENCY = 16;
+
 /** A content-addressed store rooted at one directory. */
 export class ObjectStore {
   /** @param dir the `objects` directory (created on first write) @param maxBytes the largest object */
@@ -34,8 +37,49 @@ export class ObjectStore {
   async put(bytes: Uint8Array): Promise<string> {
     this.checkSize(bytes.length);
     const root = sha256Hex(bytes);
-    const path = this.pathOf(root);
     if (await this.has(root)) return root;
+    await syncDir(await this.writeUnsynced(root, bytes));
+    return root;
+  }
+
+  /**
+   * Stores many objects, each of which must hash to its root (`object_corrupt` before anything is written if
+   * one does not), and returns once every one is durable. Each is written as `put` writes it (temp file,
+   * fsync, rename) but `PUT_MANY_CONCURRENCY` at a time, and each folder a rename went into is fsynced once
+   * at the end rather than after every object: a collect of a thousand documents costs a thousand file
+   * syncs in parallel and at most 256 folder syncs, not two thousand syncs in a row.
+   */
+  async putMany(objects: Iterable<readonly [string, Uint8Array]>): Promise<void> {
+    const todo: (readonly [string, Uint8Array])[] = [];
+    const seen = new Set<string>();
+    for (const [root, bytes] of objects) {
+      this.checkSize(bytes.length);
+      const actual = sha256Hex(bytes);
+      if (actual !== root) {
+        throw new ProtocolError(
+          "object_corrupt",
+          `Cannot store object: bytes hash to ${actual}, expected ${root}`,
+        );
+      }
+      this.pathOf(root);
+      if (!seen.has(root)) todo.push([root, bytes]);
+      seen.add(root);
+    }
+    const folders = new Set<string>();
+    let next = 0;
+    const writer = async () => {
+      while (next < todo.length) {
+        const [root, bytes] = todo[next++]!;
+        if (await this.has(root)) continue;
+        folders.add(await this.writeUnsynced(root, bytes));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PUT_MANY_CONCURRENCY, todo.length) }, writer));
+    for (const folder of folders) await syncDir(folder);
+  }
+
+  /** Writes one object (temp file, fsync, rename) without syncing its folder; the folder. */
+  private async writeUnsynced(root: string, bytes: Uint8Array): Promise<string> {
     const folder = `${this.dir}/${root.slice(0, 2)}`;
     await Deno.mkdir(folder, { recursive: true });
     const temp = `${folder}/.tmp-${root.slice(2, 18)}-${crypto.randomUUID()}`;
@@ -47,9 +91,8 @@ export class ObjectStore {
     } finally {
       file.close();
     }
-    await Deno.rename(temp, path);
-    await syncDir(folder);
-    return root;
+    await Deno.rename(temp, this.pathOf(root));
+    return folder;
   }
 
   /** Stores bytes that must hash to `root`; `object_corrupt` if they do not. */

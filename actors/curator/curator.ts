@@ -26,6 +26,7 @@
  */
 import { canonicalBytes, decodeCanonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
+import { sha256Hex } from "../../core/digest.ts";
 import { txid } from "../../ledger/envelope.ts";
 import { loadCodec, type TextCodec } from "../../text/codec.ts";
 import { rowDocument } from "../../text/sources/document.ts";
@@ -128,11 +129,30 @@ export class Curator {
 
   /** Collects the next `rows` rows of `source` after its cursor (and the chain's); the tranche's counts. */
   async collect(source: string, rows: number): Promise<CollectReport & { source: string; start: number }> {
-    const src = this.source(source);
-    const pinned = await this.pinned(src);
+    return await this.collectTo(source, await this.collectEnd(source, rows));
+  }
+
+  /**
+   * Where a collect of the next `rows` rows of `source` after its cursor (and the chain's) ends, capped by
+   * the source's row count. A caller that journals it and then collects `collectTo` that end reads the same
+   * rows when it runs again after a crash, not the rows after those a first run already collected.
+   */
+  async collectEnd(source: string, rows: number): Promise<number> {
+    const pinned = await this.pinned(this.source(source));
     const facts = await this.setup.chain.facts();
     const start = Math.max(this.corpus().cursor(source), facts.cursors[source] ?? 0);
-    const end = Math.min(pinned.count, start + rows);
+    return Math.min(pinned.count, start + rows);
+  }
+
+  /**
+   * Collects the rows of `source` from its cursor (and the chain's) up to row `end` (exclusive); nothing when
+   * the cursor is there already. The tranche's counts.
+   */
+  async collectTo(source: string, end: number): Promise<CollectReport & { source: string; start: number }> {
+    const pinned = await this.pinned(this.source(source));
+    const facts = await this.setup.chain.facts();
+    const start = Math.max(this.corpus().cursor(source), facts.cursors[source] ?? 0);
+    end = Math.min(pinned.count, end);
     if (end <= start) {
       return { source, start, collected: 0, duplicates: 0, near_duplicates: 0, cursor: start };
     }
@@ -266,7 +286,7 @@ export class Curator {
       consumed: new Set(consumed.documents),
       usable,
     });
-    for (const [root, bytes] of objects) await this.setup.home.store.putExpected(root, bytes);
+    await this.setup.home.store.putMany(objects);
     return tranche;
   }
 
@@ -313,8 +333,13 @@ export class Curator {
       messages: (d) => messages.get(d.object)!,
     });
     const store = this.setup.home.store;
-    await store.putExpected(built.root, canonicalBytes(built.document));
-    for (const b of built.batches) await store.put(canonicalBytes(b));
+    await store.putMany([
+      [built.root, canonicalBytes(built.document)],
+      ...built.batches.map((b) => {
+        const bytes = canonicalBytes(b);
+        return [sha256Hex(bytes), bytes] as const;
+      }),
+    ]);
     const { home, chain } = this.setup;
     const sub = await this.submitter.submit(
       ctx.opId,

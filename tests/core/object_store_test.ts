@@ -72,3 +72,30 @@ Deno.test("concurrent writers of the same object leave one intact copy and no te
   const names = [...Deno.readDirSync(`${store.dir}/${roots[0]!.slice(0, 2)}`)].map((e) => e.name);
   assertEquals(names, [roots[0]!.slice(2)]);
 });
+
+Deno.test("putMany stores every object (duplicates and stored ones once) and leaves no temp files", async () => {
+  const store = await tempStore();
+  const blobs = Array.from({ length: 40 }, (_, i) => enc.encode(`object ${i}`));
+  const before = await store.put(blobs[3]!);
+  const entries = [...blobs, blobs[5]!].map((b) => [sha256Hex(b), b] as const);
+  await store.putMany(entries);
+  for (const b of blobs) assertEquals(await store.get(sha256Hex(b)), b);
+  assertEquals(before, sha256Hex(blobs[3]!));
+  const files: string[] = [];
+  for (const d of Deno.readDirSync(store.dir)) {
+    for (const f of Deno.readDirSync(`${store.dir}/${d.name}`)) files.push(`${d.name}${f.name}`);
+  }
+  assertEquals(files.sort(), blobs.map((b) => sha256Hex(b)).sort());
+  await store.putMany([]);
+});
+
+Deno.test("putMany refuses a batch with one object that does not hash to its root and writes none of it", async () => {
+  const store = await tempStore();
+  const good = enc.encode("good");
+  const wrong = sha256Hex(enc.encode("other"));
+  const batch = [[sha256Hex(good), good], [wrong, enc.encode("mine")]] as const;
+  assertEquals(await codeOf(store.putMany(batch)), "object_corrupt");
+  assertEquals([await store.has(sha256Hex(good)), await store.has(wrong)], [false, false]);
+  const small = await tempStore(4);
+  assertEquals(await codeOf(small.putMany([[sha256Hex(good), enc.encode("too large")]])), "too_large");
+});
