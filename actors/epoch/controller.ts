@@ -183,7 +183,9 @@ export class EpochController {
       const s = state;
       switch (nextAction(s)) {
         case "collect": {
-          const p = await step("propose", () => this.roles.collectAndPropose(input));
+          // The collect's ends first, so a re-run after a kill between two sources' collects reads the same rows.
+          const ends = await step("collect_ends", () => this.roles.collectEnds(input.collect_rows));
+          const p = await step("propose", () => this.roles.collectAndPropose(input, ends));
           cohort = { data_root: p.data_root, proposal: p.proposal, documents: p.documents };
           await record({ type: "collected", data_root: p.data_root, documents: p.documents });
           await record({ type: "proposed", proposal_id: p.proposal });

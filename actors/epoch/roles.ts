@@ -135,13 +135,16 @@ export class Roles {
    * pending, no cohort training, no evaluation live), then proposes a cohort (the Curator's operations). A
    * proposal the chain refuses then is `invalid_proposal`: the epoch ends failed.
    */
-  async collectAndPropose(input: { collect_rows: number; train_documents: number }): Promise<ProposedCohort> {
+  async collectAndPropose(
+    input: { collect_rows: number; train_documents: number },
+    ends: Record<string, number> = {},
+  ): Promise<ProposedCohort> {
     const curator = await this.curator();
     // A run killed after its proposal was begun or committed (before this step was journaled) proposed
     // already: that proposal is the epoch's, pending or voted in, and nothing is collected or proposed again.
     const p = (curator.hasRecoveredProposal ? await curator.propose(input.train_documents) : null) ??
       await this.ownLiveProposal(curator) ??
-      await this.collectThenPropose(curator, input);
+      await this.collectThenPropose(curator, input, ends);
     if (p.status !== "committed") {
       throw new ProtocolError(
         "invalid_proposal",
@@ -164,13 +167,32 @@ export class Roles {
     return curator.proposals().find((r) => r.proposal === live && r.status === "committed") ?? null;
   }
 
+  /**
+   * Where this epoch's collect of `rows` more rows of every source ends, by source name (journaled before any
+   * collect: a controller killed between two sources' collects collects the same rows again, which the
+   * Curator's journal already holds, never the rows after them).
+   */
+  async collectEnds(rows: number): Promise<Record<string, number>> {
+    const curator = await this.curator();
+    const ends: Record<string, number> = {};
+    for (const s of curator.setup.config.sources) {
+      ends[s.spec.name] = await curator.collectEnd(s.spec.name, rows);
+    }
+    return ends;
+  }
+
   private async collectThenPropose(
     curator: Curator,
     input: { collect_rows: number; train_documents: number },
+    ends: Record<string, number>,
   ): Promise<ProposalRecord> {
     for (const s of curator.setup.config.sources) {
-      const r = await curator.collect(s.spec.name, input.collect_rows);
-      this.setup.say(`collect ${s.spec.name}: ${r.collected} collected, cursor ${r.cursor}`);
+      const name = s.spec.name;
+      const end = ends[name];
+      const r = end === undefined
+        ? await curator.collect(name, input.collect_rows)
+        : await curator.collectTo(name, end);
+      this.setup.say(`collect ${name}: ${r.collected} collected, cursor ${r.cursor}`);
     }
     await this.untilProposable();
     return await curator.propose(input.train_documents);

@@ -135,7 +135,9 @@ export async function buildEpochTemplate(
       genesis: "net/genesis.json",
       sources: "sources/sources.json",
       workers: "workers.json",
-      collect_rows: 256,
+      // Fewer than the train source's 120 rows: an epoch collects part of it (the crash matrix kills between
+      // two sources' collects, and the restart must not collect the next rows).
+      collect_rows: 100,
       train_documents: 16,
       attempts: 6,
       epoch_atoms: 100 * ATOMS_PER_NEURO,

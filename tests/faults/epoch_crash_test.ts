@@ -67,6 +67,20 @@ interface Outcome {
   report: JsonObject;
   lifecycle: JsonObject;
   accounts: Record<string, { balance: number; nonce: number }>;
+  /** The Curator's collect operations (`{source, start, end}` each), in journal order. */
+  collects: JsonObject[];
+}
+
+/** The collect operations of the controller's Curator journal. */
+function collects(home: string): JsonObject[] {
+  const j = Journal.open(`${home}/curator/journal.sqlite`, { readOnly: true });
+  try {
+    return j.operations().filter((o) => o.handler === "collect").map((o) =>
+      decodeCanonical(o.input!) as JsonObject
+    );
+  } finally {
+    j.close();
+  }
 }
 
 /**
@@ -102,6 +116,7 @@ async function outcome(net: EpochNet, run: EpochRun): Promise<Outcome> {
       data_root: lc.data?.data_root ?? null,
     },
     accounts,
+    collects: collects(net.home),
   };
 }
 
@@ -166,14 +181,17 @@ async function walk(
 }
 
 /**
- * One kill in every phase: charged, the Curator's proposal begun (its 3 collects before it; the restart must
- * take that proposal as the epoch's, not wait for the chain to take another), collected, activated, the first
- * training transaction signed (then a worker vanishes and comes back, and the validator is stopped and
- * started), a transaction resent, a step, a score, the end.
+ * One kill in every phase: charged; the first of the 3 collects done (the train source has 120 rows, more
+ * than the epoch's `collect_rows` of 100: the restart must collect only the other two sources, not the train
+ * source's next rows); the Curator's proposal begun (the restart must take that proposal as the epoch's, not
+ * wait for the chain to take another); collected, activated, the first training transaction signed (then a
+ * worker vanishes and comes back, and the validator is stopped and started), a transaction resent, a step, a
+ * score, the end.
  */
 const MIXED = [
   "begin:2",
-  "begin:4",
+  "complete:1",
+  "begin:3",
   "event:1",
   "event:2",
   "submit_signed:2",
@@ -193,7 +211,7 @@ Deno.test({
     const net = await startEpochNet(template);
     try {
       const { run, kills } = await walk(net, (k) => MIXED[k] ?? null, async (k) => {
-        if (k !== 5) return;
+        if (k !== 6) return;
         await net.bounceWorker(1);
         await net.bounceValidator();
       });
