@@ -113,6 +113,22 @@ export class ChainView {
     return out;
   }
 
+  /**
+   * Scans the blocks committed so far every `everyMs` until `signal` aborts, so a summary at the end reads
+   * only the last few (a transient read failure is tried again at the next turn).
+   */
+  async followBlocks(signal: AbortSignal, everyMs = 2_000): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.transactions((await this.status()).height);
+      } catch { /* the next turn reads it */ }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, everyMs);
+        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+      });
+    }
+  }
+
   async #scan(h: number): Promise<void> {
     const b = await this.get(`/block?height=${h}`);
     if (!isObject(b) || !isObject(b.block)) throw new Error(`Cannot read block ${h} from ${this.url}`);

@@ -83,10 +83,57 @@ async function curator(p: CohortPhase, command: string, args: readonly string[])
   return lines;
 }
 
+/** The first JSON record of a `curator propose --json` run that names its proposal, or null. */
+function proposalRecord(lines: readonly string[]): JsonObject | null {
+  for (const l of lines) {
+    try {
+      const v = JSON.parse(l);
+      if (isObject(v) && typeof v.proposal === "string") return v;
+    } catch { /* a progress line */ }
+  }
+  return null;
+}
+
+/** Runs `curator propose` and shows what it proposed. */
+async function propose(p: CohortPhase): Promise<void> {
+  const record = proposalRecord(await curator(p, "propose", ["--json"])) as
+    | { proposal: string; status: string; documents: { retention: number; fresh: number; train: number } }
+    | null;
+  if (record) {
+    p.say(
+      `${
+        p.label ?? "[cohort]"
+      } proposed ${record.proposal} (${record.status}): ${record.documents.retention} ` +
+        `retention, ${record.documents.fresh} fresh, ${record.documents.train} train documents`,
+    );
+  }
+}
+
+/**
+ * Collects and proposes the next cohort without waiting for it to activate, unless one newer than `previous`
+ * is already active or proposed (or the chain has no data lifecycle). The devnet calls it while the previous
+ * cohort's evaluation runs (a trained cohort no longer blocks a proposal; a live evaluation blocks the
+ * activation, §6), so the validators review and vote meanwhile and the cohort activates as the evaluation is
+ * decided. Safe to call again after a crash (the Curator's collect and propose are durable).
+ */
+export async function proposeCohort(p: CohortPhase): Promise<void> {
+  const data = await dataPart(p.chain);
+  if (data === null || data.proposal !== null) return;
+  if (data.cohort !== null && data.cohort.data_root !== (p.previous ?? null)) return;
+  await curator(p, "collect", ["--rows", collectRows()]);
+  if ((await dataPart(p.chain))!.proposal === null) await propose(p);
+}
+
+/** Rows a collect reads from each source: every row of the largest pinned source. */
+function collectRows(): string {
+  return String(Math.max(...Object.values(DEVNET_SOURCE_ROWS)));
+}
+
 /**
  * Admits a cohort unless one newer than `previous` is active (or the chain has no data lifecycle); returns the
  * active cohort's lifecycle view, or null without a data lifecycle. A later epoch's Curator collects again (a
- * source already read to its end adds nothing) and proposes from the documents no cohort has consumed.
+ * source already read to its end adds nothing) and proposes from the documents no cohort has consumed; a
+ * proposal already pending (`proposeCohort` made it) is only waited for.
  */
 export async function admitCohort(p: CohortPhase): Promise<JsonObject | null> {
   let data = await dataPart(p.chain);
@@ -97,8 +144,7 @@ export async function admitCohort(p: CohortPhase): Promise<JsonObject | null> {
   const previous = p.previous ?? null;
   const admitted = (d: DataPart) => d.cohort !== null && d.cohort.data_root !== previous;
   if (admitted(data)) return data.cohort as unknown as JsonObject;
-  const rows = String(Math.max(...Object.values(DEVNET_SOURCE_ROWS)));
-  await curator(p, "collect", ["--rows", rows]);
+  if (data.proposal === null) await curator(p, "collect", ["--rows", collectRows()]);
   let votes = -1;
   for (;;) {
     if (p.signal.aborted) throw new Error("Cannot finish the cohort phase: interrupted");
@@ -111,22 +157,7 @@ export async function admitCohort(p: CohortPhase): Promise<JsonObject | null> {
     }
     if (data.proposal === null) {
       votes = -1;
-      const out = await curator(p, "propose", ["--json"]);
-      const record = out.map((l) => {
-        try {
-          return JSON.parse(l);
-        } catch {
-          return null;
-        }
-      }).find((v) => isObject(v) && typeof v.proposal === "string");
-      if (record) {
-        p.say(
-          `${
-            p.label ?? "[cohort]"
-          } proposed ${record.proposal} (${record.status}): ${record.documents.retention} retention, ` +
-            `${record.documents.fresh} fresh, ${record.documents.train} train documents`,
-        );
-      }
+      await propose(p);
       continue;
     }
     const proposal = await p.chain.get(`/data/proposal?id=${data.proposal}`) as

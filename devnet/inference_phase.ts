@@ -6,12 +6,17 @@
  *
  * Each question is paid under a fixed idempotency key (`devnet-<n>`) and its job id is journaled in
  * `<devnet>/inference.json` before the phase waits on it, so a devnet killed during the phase resumes the
- * same jobs and pays nothing twice; the summary reads every job back from the chain.
+ * same jobs and pays nothing twice; the summary reads every job back from the chain. `payAnswers` returns
+ * once the questions are paid for and follows the jobs in the background (the small devnet trains its next
+ * epoch meanwhile); `runInferencePhase` waits for them.
  *
  * @example
  * ```ts
- * import { runInferencePhase } from "./inference_phase.ts";
+ * import { payAnswers, runInferencePhase } from "./inference_phase.ts";
  * // await runInferencePhase(sup, layout, rpc, true, say);
+ * // const answers = await payAnswers(sup, layout, rpc, true, say);
+ * // ... train the next epoch ...
+ * // await answers.finished;
  * ```
  */
 import { canonical, parseJson } from "../core/canonical.ts";
@@ -71,6 +76,12 @@ export async function hasInferenceHomes(layout: DevnetLayout): Promise<boolean> 
   }
 }
 
+/** The phase once every answer is paid for: `finished` settles when every job has ended. */
+export interface PaidAnswers {
+  /** Resolves once every job ended settled or expired (the providers then stopped); rejects on a failure. */
+  readonly finished: Promise<void>;
+}
+
 /**
  * Runs the phase to its end (or resumes it); every job ends settled or expired. `asked` replaces
  * `DEVNET_QUESTIONS` (the SmolLM2 devnet asks its one question of the honest provider).
@@ -83,8 +94,28 @@ export async function runInferencePhase(
   say: (line: string) => void,
   asked: readonly { provider: "provider" | "provider-forger"; prompt: string }[] = DEVNET_QUESTIONS,
 ): Promise<void> {
+  await (await payAnswers(sup, layout, rpc, forge, say, asked)).finished;
+}
+
+/**
+ * Starts the phase (or resumes it) and returns once every question is paid for and its job journaled; the
+ * jobs are followed to their end in the background (`finished`), so the caller may go on meanwhile (the
+ * devnet trains its next epoch while the answers and their disputes run). Safe to call again after a crash:
+ * each question is paid under its fixed idempotency key, so nothing is paid twice.
+ */
+export async function payAnswers(
+  sup: Supervisor,
+  layout: DevnetLayout,
+  rpc: string,
+  forge: boolean,
+  say: (line: string) => void,
+  asked: readonly { provider: "provider" | "provider-forger"; prompt: string }[] = DEVNET_QUESTIONS,
+): Promise<PaidAnswers> {
   const questions = asked.filter((q) => forge || q.provider === "provider");
   const providers = [...new Set(questions.map((q) => q.provider))];
+  const stopProviders = async () => {
+    for (const name of providers) await sup.stop(name);
+  };
   for (const name of providers) {
     const home = name === "provider" ? layout.provider : layout.providerForger;
     const child = await sup.start({
@@ -109,16 +140,16 @@ export async function runInferencePhase(
   }
   const chain = new ChainClient(rpc);
   const journal = Journal.open(`${layout.client}/infer.sqlite`);
+  const setup = {
+    chain,
+    key: await loadKeyFile(`${layout.client}/account.key`),
+    journal,
+    store: new ObjectStore(layout.objects),
+    progress: (line: string) => say(`[inference] client ${line}`),
+  };
+  const paid = [];
   try {
-    const setup = {
-      chain,
-      key: await loadKeyFile(`${layout.client}/account.key`),
-      journal,
-      store: new ObjectStore(layout.objects),
-      progress: (line: string) => say(`[inference] client ${line}`),
-    };
     const rows = await loadInferenceJobs(layout.dir);
-    const paid = [];
     for (const [i, q] of questions.entries()) {
       const provider = layout.accounts[q.provider]!;
       say(`[inference] asking ${q.provider}: ${q.prompt}`);
@@ -129,17 +160,28 @@ export async function runInferencePhase(
       }
       paid.push(p);
     }
-    const results = await Promise.all(paid.map((p) => followJob(setup, p)));
-    for (const [i, r] of results.entries()) {
-      say(
-        `[inference] ${questions[i]!.provider} answered ${
-          JSON.stringify(r.answer)
-        } (${r.tokens.length} tokens, ` +
-          `${r.responses} response${r.responses === 1 ? "" : "s"}): paid ${r.paid}, refunded ${r.refunded}`,
-      );
-    }
-  } finally {
+  } catch (e) {
     journal.close();
-    for (const name of providers) await sup.stop(name);
+    await stopProviders();
+    throw e;
   }
+  const finished = (async () => {
+    try {
+      const results = await Promise.all(paid.map((p) => followJob(setup, p)));
+      for (const [i, r] of results.entries()) {
+        say(
+          `[inference] ${questions[i]!.provider} answered ${
+            JSON.stringify(r.answer)
+          } (${r.tokens.length} tokens, ` +
+            `${r.responses} response${r.responses === 1 ? "" : "s"}): paid ${r.paid}, refunded ${r.refunded}`,
+        );
+      }
+    } finally {
+      journal.close();
+      await stopProviders();
+    }
+  })();
+  // Awaited by the caller; a failure before it awaits must not go unhandled.
+  finished.catch(() => {});
+  return { finished };
 }

@@ -38,9 +38,9 @@ import {
   targetSteps,
 } from "./scenario_journal.ts";
 import { collectSummary, type DevnetSummary, type SummaryDetail } from "./summary.ts";
-import { admitCohort } from "./cohort_phase.ts";
+import { admitCohort, proposeCohort } from "./cohort_phase.ts";
 import { type ForgerMode, type Network, startForger, startNetwork } from "./network.ts";
-import { hasInferenceHomes, runInferencePhase } from "./inference_phase.ts";
+import { hasInferenceHomes, payAnswers } from "./inference_phase.ts";
 import { hasEvaluatorHome, runEvaluationPhase } from "./evaluation_phase.ts";
 import { provideServingModel } from "./serve_model.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
@@ -76,6 +76,8 @@ export interface DevnetRun {
   journal(next: Scenario): Promise<void>;
   /** The forging worker's current mode (null when it does not run). */
   forger: ForgerMode | null;
+  /** The paid answers still followed in the background while epoch 2 trains (null when none are). */
+  answers: Promise<void> | null;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -275,7 +277,10 @@ export async function runEpoch(run: DevnetRun, epoch: number): Promise<void> {
       await untilExit(run, await sponsor(run, net.workersFile, targetSteps(s, s.phase)), "sponsor");
       if (s.phase === "honest" && forgesNow(s)) {
         await run.journal({ ...s, phase: "forge", forge_from_height: (await chain.status()).height });
-      } else await run.journal(trained(s));
+      } else {
+        await answersEnded(run);
+        await run.journal(trained(s));
+      }
       continue;
     }
     if (s.phase === "forge") {
@@ -289,50 +294,118 @@ export async function runEpoch(run: DevnetRun, epoch: number): Promise<void> {
       run.forger = "score";
     }
     const workersFile = forging ? net.evaluateWorkersFile : net.workersFile;
-    const decided = await runEvaluationPhase({
-      sup: run.sup,
-      layout,
-      rpc: net.rpc,
-      workersFile,
-      say: run.say,
-      signal,
-      label: phaseLabel(s),
-    });
+    // Resumed after the decision, the Evaluator is not run again: the next cohort may be active by now, and
+    // it would wait for that one to be trained.
+    const evaluate = async () =>
+      (await decidedEvaluation(run, s)) ?? await runEvaluationPhase({
+        sup: run.sup,
+        layout,
+        rpc: net.rpc,
+        workersFile,
+        say: run.say,
+        signal,
+        label: phaseLabel(s),
+      });
+    const [decided] = await Promise.all([
+      evaluate(),
+      s.epoch < s.epochs ? proposeDuringEvaluation(run, s) : null,
+    ]);
     if (forging) forgedScoreRefuted(run, decided);
     await run.journal(afterEvaluation(s));
     return;
   }
 }
 
+/** This epoch's evaluation as the chain answers it once decided; null before. */
+async function decidedEvaluation(run: DevnetRun, s: Scenario): Promise<JsonObject | null> {
+  const cohort = s.cohorts[s.epoch - 1] ?? null;
+  const facts = await run.chain.get("/evaluation") as { recent?: JsonObject[] } | null;
+  return facts?.recent?.find((e) => e.cohort === cohort && e.status === "decided") ?? null;
+}
+
+/** Waits for the paid answers followed in the background (`inferencePhase`) to end; throws their failure. */
+async function answersEnded(run: DevnetRun): Promise<void> {
+  if (run.answers === null) return;
+  await run.answers;
+  run.answers = null;
+}
+
 /**
- * The paid-inference phase between epoch 1 and the next: waits until nothing is reserved or claimed and the
- * last settlement's verifier reward is paid, gives the providers and the referee the serving model's objects
- * (after a promotion only the workers hold them), buys the answers, and journals the next epoch.
+ * Proposes the next epoch's cohort during this epoch's evaluation, once the evaluation has reached its last
+ * round (every group has at most its last score to settle) or was decided: the validators review and vote
+ * while the last scores' windows run, and the cohort activates as soon as the evaluation is decided (a live
+ * evaluation blocks activation, §6), so the next epoch's `cohort` phase finds it active. Not before the
+ * evaluation is open: a cohort activated between the last settled step and the opening would leave this
+ * one unevaluable. Not earlier in the evaluation: the proposal must not expire before the decision.
+ */
+async function proposeDuringEvaluation(run: DevnetRun, s: Scenario): Promise<void> {
+  const cohort = s.cohorts[s.epoch - 1] ?? null;
+  if (cohort === null) return;
+  for (;;) {
+    aborted(run.signal);
+    const facts = await run.chain.get("/evaluation") as
+      | {
+        live: { cohort: string; groups: Record<string, { settled: number; total: number }> } | null;
+        recent: { cohort: string }[];
+      }
+      | null;
+    if (facts?.recent?.some((r) => r.cohort === cohort)) break;
+    const live = facts?.live ?? null;
+    // Four windows a score (PROTOCOL §7): at most one score left in every group.
+    const groups = live !== null && live.cohort === cohort ? Object.values(live.groups) : [];
+    if (groups.length > 0 && groups.every((g) => g.settled + 4 >= g.total)) break;
+    await sleep(250, run.signal);
+  }
+  await proposeCohort({
+    sup: run.sup,
+    layout: run.layout,
+    rpc: run.net.rpc,
+    chain: run.chain,
+    say: run.say,
+    signal: run.signal,
+    previous: cohort,
+    label: phaseLabel(afterEvaluation({ ...s, phase: "inference" })),
+  });
+}
+
+/**
+ * The paid-inference phase between epoch 1 and the next: journals the next epoch at once and runs the answers
+ * beside it (`paidAnswers`: the serving model given to the providers and the referee, the answers paid for,
+ * their challenge windows and the forged answer's dispute). Inference jobs and training claims are separate
+ * lifecycles on the chain, the client and the sponsor separate accounts, and a job keeps the model it was
+ * asked of (§8), so epoch 2's cohort and training go on meanwhile; epoch 2 waits for the answers before its
+ * evaluation (`answersEnded`), and a one-epoch scenario before it is done.
  */
 async function inferencePhase(run: DevnetRun): Promise<void> {
-  const { chain, layout, net, signal } = run;
-  const s = run.scenario();
-  for (;;) {
-    aborted(signal);
-    const lc = await chain.lifecycle();
-    if (lc.assignment === null && lc.claim === null) {
-      const h = lc.height;
-      while ((await chain.status()).height < h + 2) await sleep(100, signal);
-      break;
+  const next = afterEvaluation(run.scenario());
+  run.answers = paidAnswers(run);
+  if (next.phase === "done") await answersEnded(run);
+  await run.journal(next);
+}
+
+/**
+ * Gives the providers and the referee the serving model's objects (after a promotion only the workers hold
+ * them), pays for the answers and follows them to their end (or, resumed, finds them paid: each question has
+ * its fixed idempotency key, so nothing is paid twice). Awaited later: a failure is not left unhandled.
+ */
+function paidAnswers(run: DevnetRun): Promise<void> {
+  const answers = (async () => {
+    const { chain, layout, net } = run;
+    if (!(await hasInferenceHomes(layout))) {
+      run.say(
+        "this devnet was built before paid inference: rebuild it with --reset to run the inference phase",
+      );
+      return;
     }
-    await sleep(250, signal);
-  }
-  if (await hasInferenceHomes(layout)) {
     const serving = (await chain.lifecycle()).serving_root!;
     const holders = [...layout.workers, layout.forger, layout.evaluator];
     for (const home of [layout.referee, layout.provider, layout.providerForger]) {
       await provideServingModel(new ChainClient(net.rpc), serving, home, holders);
     }
-    await runInferencePhase(run.sup, layout, net.rpc, s.forge, run.say);
-  } else {run.say(
-      "this devnet was built before paid inference: rebuild it with --reset to run the inference phase",
-    );}
-  await run.journal(afterEvaluation(s));
+    await (await payAnswers(run.sup, layout, net.rpc, run.scenario().forge, run.say)).finished;
+  })();
+  answers.catch(() => {});
+  return answers;
 }
 
 /** The steps every cohort of the devnet's genesis schedules (`params.steps_per_cohort`). */
@@ -393,6 +466,7 @@ export async function runScenario(
     say,
     signal,
     forger,
+    answers: null,
     scenario: () => current,
     async journal(next) {
       await saveScenario(dir, next);
@@ -404,12 +478,24 @@ export async function runScenario(
     const p = progressLine("referee", line, current);
     if (p !== null) say(p);
   });
-  while (current.phase !== "done") {
-    aborted(signal);
-    if (current.phase === "inference") await inferencePhase(run);
-    else await runEpoch(run, current.epoch);
+  if (current.epoch === 2 && ["cohort", "honest"].includes(current.phase)) {
+    // Killed while epoch 2 trained beside the paid answers: follow them again (nothing is paid twice).
+    run.answers = paidAnswers(run);
   }
-  return await collectSummary(layout, net.urls, current, engine);
+  // The summary's block scan, done as the blocks come rather than all at the end.
+  const scanning = new AbortController();
+  const scanned = chain.followBlocks(scanning.signal);
+  try {
+    while (current.phase !== "done") {
+      aborted(signal);
+      if (current.phase === "inference") await inferencePhase(run);
+      else await runEpoch(run, current.epoch);
+    }
+  } finally {
+    scanning.abort();
+    await scanned;
+  }
+  return await collectSummary(layout, net.urls, current, engine, chain);
 }
 
 /**

@@ -179,15 +179,19 @@ export async function epochCohort(
 /**
  * Gathers the summary at the proposer's current height: waits (up to 20 s) for every replica to commit that
  * height and compares their app hashes; each epoch's claims are those committed from its cohort's activation
- * until the next cohort's.
+ * until the next cohort's. `proposer`, a view of `urls[0]` that already scanned blocks while the scenario
+ * ran (`followBlocks`), saves reading them all again here.
  */
 export async function collectSummary(
   layout: DevnetLayout,
   urls: readonly string[],
   scenario: Scenario,
   engine: "embedded" | "cometbft" = "embedded",
+  proposerView?: ChainView,
 ): Promise<{ summary: DevnetSummary; detail: SummaryDetail }> {
-  const views = urls.map((u) => new ChainView(u));
+  const views = urls.map((u, i) =>
+    i === 0 && proposerView?.url === u.replace(/\/$/, "") ? proposerView : new ChainView(u)
+  );
   const proposer = views[0]!;
   const { height } = await proposer.status();
   const app_hashes = [];

@@ -92,8 +92,9 @@ export const DEVNET_BLOCK_INTERVAL_MS = 250;
  * referee that replays every stage of the four score claims committed in one block still challenges a forged
  * one in time on a loaded machine (within about 2 s at light load, 6 s under a load average of 21); the
  * deadlines, which cost nothing when met, are generous: a lease of 240 blocks (1 min), availability 160 (40 s:
- * a score's dispute took 13 s to resolve under that load), a claim's life 960 (4 min), a proposal's 240
- * (1 min); inference requests live at least 96 blocks (they must outlive the window), at most 800; an
+ * a score's dispute took 13 s to resolve under that load), a claim's life 960 (4 min), a proposal's 480
+ * (2 min: the scenario proposes the next cohort during the last round of an evaluation, which blocks the
+ * activation until it is decided, one score window and its computation later); inference requests live at least 96 blocks (they must outlive the window), at most 800; an
  * evaluation has 3,600 blocks (15 min for its 2 or 3 rounds of one window).
  */
 export const DEVNET_BUILD_PARAMS = {
@@ -101,7 +102,7 @@ export const DEVNET_BUILD_PARAMS = {
   lease_blocks: 240,
   availability_blocks: 160,
   max_claim_blocks: 960,
-  proposal_blocks: 240,
+  proposal_blocks: 480,
   min_inference_blocks: 96,
   max_inference_blocks: 800,
   evaluation_blocks: 3_600,

@@ -32,8 +32,9 @@ models in score claims of 4 windows), one score computed by a worker started wit
 the referee gets rejected, and the ledger's integer gate decides whether the serving root moves. Then a client
 buys paid answers, one from a provider started with --forge token, which the referee gets refuted. Epoch 2
 (and every later one) admits another cohort, whose schedule replays a quarter of its steps from the previous
-cohort, trains it and decides. A line per phase shows the epoch, the block height and the loss; the summary
-at the end shows each epoch (its cohort's votes and replay steps, every claim's loss and outcome, the
+cohort, trains it and decides; each next cohort is proposed and voted during the last round of the
+evaluation before it, and the paid answers run while epoch 2 trains. A line per phase shows the epoch, the
+block height and the loss; the summary at the end shows each epoch (its cohort's votes and replay steps, every claim's loss and outcome, the
 evaluation's S, Q, G and passed per group, the decision and the serving root after it), the paid answers,
 everything rejected and why, the atoms issued and burned, every account's balance, whether the conservation
 invariant holds over the final state, and whether all validators agree on the final app hash.
