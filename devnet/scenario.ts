@@ -40,7 +40,7 @@ import {
 import { collectSummary, type DevnetSummary, type SummaryDetail } from "./summary.ts";
 import { admitCohort, proposeCohort } from "./cohort_phase.ts";
 import { type ForgerMode, type Network, startForger, startNetwork } from "./network.ts";
-import { hasInferenceHomes, payAnswers } from "./inference_phase.ts";
+import { hasInferenceHomes, loadInferenceJobs, payAnswers } from "./inference_phase.ts";
 import { hasEvaluatorHome, runEvaluationPhase } from "./evaluation_phase.ts";
 import { provideServingModel } from "./serve_model.ts";
 import type { Child, Supervisor } from "./supervisor.ts";
@@ -207,6 +207,42 @@ async function forgedClaimRefuted(run: DevnetRun, claimId: string): Promise<void
 }
 
 /**
+ * Waits until the forging provider's forged answer is refuted, and fails the scenario, naming the reason, if it
+ * settled instead. Epoch 2 trains beside the paid answers, but only from here on: until then the referee's
+ * check of the forged response (its first on the newly served model, which it loads first) must not compete
+ * for the cores with the sponsor's and the workers' steps, or on a loaded machine it comes after the window
+ * (19 s after the response at a load average of 17, when it ran beside a step). What is left beside the
+ * training is the honest answers' windows, the forger's honest retry and their settlements.
+ */
+async function forgedAnswerRefuted(run: DevnetRun): Promise<void> {
+  if (!(await hasInferenceHomes(run.layout))) return;
+  for (;;) {
+    aborted(run.signal);
+    const row = (await loadInferenceJobs(run.layout.dir)).find((r) => r.provider === "provider-forger");
+    const job = row === undefined
+      ? null
+      : await run.chain.get(`/inference?id=${row.job_id}`).catch(() => null);
+    if (isObject(job) && isObject(job.state)) {
+      const status = String(job.state.status);
+      const responses = Array.isArray(job.claims) ? job.claims.length : 0;
+      if (
+        responses >= 2 || ["refuted", "reopened"].includes(status) || (status === "expired" && responses > 0)
+      ) {
+        return;
+      }
+      if (status === "settled") {
+        throw new Error(
+          `Cannot finish the devnet scenario: the forged answer of job ${
+            row!.job_id
+          } was settled, not refuted (the referee did not challenge it within the challenge window; see ${run.sup.logs}/referee.log)`,
+        );
+      }
+    }
+    await sleep(250, run.signal);
+  }
+}
+
+/**
  * Fails the scenario, naming the reason, unless the forged score (the first score of the candidate's retention
  * windows 0-3, which the forger computes) was rejected: a forgery the referee missed would have moved the
  * gate's measurements, and the epoch's decision would not be the honest one.
@@ -274,6 +310,7 @@ export async function runEpoch(run: DevnetRun, epoch: number): Promise<void> {
     }
     if (s.phase === "honest" || s.phase === "after") {
       if (s.phase === "after" && s.forge_claim !== null) await forgedClaimRefuted(run, s.forge_claim);
+      if (s.epoch === 2 && s.forge) await forgedAnswerRefuted(run);
       await untilExit(run, await sponsor(run, net.workersFile, targetSteps(s, s.phase)), "sponsor");
       if (s.phase === "honest" && forgesNow(s)) {
         await run.journal({ ...s, phase: "forge", forge_from_height: (await chain.status()).height });
