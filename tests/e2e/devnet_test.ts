@@ -274,8 +274,9 @@ Deno.test({
           /^\[e1 after\] step 4 open/,
           /^\[e1 evaluate\] scored/,
           /^\[e1 evaluate\] referee challenge/,
-          /^\[inference\] asking/,
+          // Epoch 2's cohort is collected and proposed during the last round of epoch 1's evaluation.
           /^\[e2 cohort\] curator collect/,
+          /^\[inference\] asking/,
           /^\[e2 honest\] step 6 claim/,
           /^\[e2 evaluate\] finish/,
         ]
