@@ -28,7 +28,7 @@ import { scoreRecord } from "../kernels/score_record.ts";
 import { trainStep } from "../kernels/step.ts";
 import { TextCodec } from "../text/codec.ts";
 import { buildCodec } from "../text/codec_manifest.ts";
-import { SMOLLM2_CURATOR_WINDOWS } from "../genesis/devnet/smollm2_build.ts";
+import type { WindowOptions } from "../text/windows.ts";
 import { documentBatches } from "../actors/curator/windows.ts";
 import {
   documentLoss,
@@ -46,6 +46,9 @@ import {
   SMOLLM2_GROWTH_BLOCKS,
   SMOLLM2_LEARNING_RATE,
 } from "../genesis/devnet/smollm2_contents.ts";
+
+/** The windows a SmolLM2 Curator would cut: one window of 64 prompt and 64 target tokens per document. */
+export const SMOLLM2_CURATOR_WINDOWS: WindowOptions = { context: 64, response: 64, maxWindows: 1 };
 
 /** One group's gate and the per-document losses behind it. */
 export interface GroupCheck extends GateResult {

@@ -55,9 +55,7 @@ Deno.test({
     let sup: Supervisor | null = null;
     try {
       const layout = await ensureSmollm2Devnet(
-        // The step's lease is what this checks, not where its batch comes from: the chain without the data
-        // lifecycle trains the pinned genesis batch at once, with two validators (no cohort to vote in).
-        { dir: `${tmp}/net`, gguf: file.path!, params: KILL_PARAMS, cohorts: false },
+        { dir: `${tmp}/net`, gguf: file.path!, params: KILL_PARAMS },
         say,
       );
       sup = await Supervisor.open(layout.dir);
