@@ -28,8 +28,14 @@ import { loadKeyFile } from "../ledger/keys.ts";
 import type { DevnetLayout } from "../genesis/devnet_builder.ts";
 import type { Supervisor } from "./supervisor.ts";
 
-/** The questions of the phase: which provider home answers, and the prompt. */
-export const DEVNET_QUESTIONS: readonly { provider: "provider" | "provider-forger"; prompt: string }[] = [
+/** One question of the phase: which provider home answers it, and the prompt. */
+export interface DevnetQuestion {
+  readonly provider: "provider" | "provider-forger";
+  readonly prompt: string;
+}
+
+/** The small devnet's questions. */
+export const DEVNET_QUESTIONS: readonly DevnetQuestion[] = [
   { provider: "provider", prompt: "What is seven plus five?" },
   { provider: "provider", prompt: "Reverse the word banana." },
   { provider: "provider-forger", prompt: "How many letters are in apple?" },
@@ -86,15 +92,8 @@ export interface PaidAnswers {
  * Runs the phase to its end (or resumes it); every job ends settled or expired. `asked` replaces
  * `DEVNET_QUESTIONS` (the SmolLM2 devnet asks its one question of the honest provider).
  */
-export async function runInferencePhase(
-  sup: Supervisor,
-  layout: DevnetLayout,
-  rpc: string,
-  forge: boolean,
-  say: (line: string) => void,
-  asked: readonly { provider: "provider" | "provider-forger"; prompt: string }[] = DEVNET_QUESTIONS,
-): Promise<void> {
-  await (await payAnswers(sup, layout, rpc, forge, say, asked)).finished;
+export async function runInferencePhase(...args: Parameters<typeof payAnswers>): Promise<void> {
+  await (await payAnswers(...args)).finished;
 }
 
 /**
@@ -109,7 +108,7 @@ export async function payAnswers(
   rpc: string,
   forge: boolean,
   say: (line: string) => void,
-  asked: readonly { provider: "provider" | "provider-forger"; prompt: string }[] = DEVNET_QUESTIONS,
+  asked: readonly DevnetQuestion[] = DEVNET_QUESTIONS,
 ): Promise<PaidAnswers> {
   const questions = asked.filter((q) => forge || q.provider === "provider");
   const providers = [...new Set(questions.map((q) => q.provider))];
