@@ -60,12 +60,37 @@
   (func $expf (param $x f32) (result f32)
     (f32.demote_f64 (call $exp64 (f64.promote_f32 (local.get $x)))))
 
-;; expf of four float32 lanes, each exactly $expf: where every lane is in [-707, 709] (so 2^k needs no
-;; special case) two float64x2 evaluations of exp64's operations side by side (f64x2 arithmetic is IEEE, lane
-;; by lane), else lane by lane through $expf (NaN, infinities and the extremes).
+;; e^x of two float64 lanes, each exactly $exp64's operations, for lanes in [-707, 709] only (there 2^k needs
+;; no special case; the callers check the range): f64x2 arithmetic is IEEE, lane by lane.
+  (func $exp64x2 (param $x v128) (result v128)
+    (local $k v128) (local $r v128) (local $p v128)
+    (local.set $k (f64x2.floor (f64x2.add (f64x2.mul (local.get $x) (f64x2.splat (f64.const 0x1.71547652b82fep0)))
+      (f64x2.splat (f64.const 0.5)))))
+    (local.set $r (f64x2.sub
+      (f64x2.sub (local.get $x) (f64x2.mul (local.get $k) (f64x2.splat (f64.const 0x1.62e42fee00000p-1))))
+      (f64x2.mul (local.get $k) (f64x2.splat (f64.const 0x1.a39ef35793c76p-33)))))
+    (local.set $p (f64x2.splat (f64.const 0x1.6124613a86d0ap-33)))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.1eed8eff8d898p-29))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.ae64567f544e4p-26))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.27e4fb7789f5dp-22))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.71de3a556c734p-19))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-16))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-13))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.6c16c16c16c17p-10))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.1111111111111p-7))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.5555555555555p-5))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.5555555555555p-3))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.0000000000000p-1))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 1))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 1))))
+    ;; times 2^k, built from the bits (k + 1023) << 52
+    (f64x2.mul (local.get $p) (i64x2.shl (i64x2.add
+      (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $k))) (i64x2.splat (i64.const 1023)))
+      (i32.const 52))))
+
+;; expf of four float32 lanes, each exactly $expf: where every lane is in [-707, 709] two $exp64x2 side by
+;; side, else lane by lane through $expf (NaN, infinities and the extremes).
   (func $expf4 (param $x v128) (result v128)
-    (local $xl v128) (local $xh v128) (local $kl v128) (local $kh v128) (local $rl v128) (local $rh v128)
-    (local $pl v128) (local $ph v128)
     (if (i32.eqz (i32x4.all_true (v128.and
         (f32x4.ge (local.get $x) (f32x4.splat (f32.const -707)))
         (f32x4.le (local.get $x) (f32x4.splat (f32.const 709))))))
@@ -75,56 +100,10 @@
           (call $expf (f32x4.extract_lane 1 (local.get $x))))
           (call $expf (f32x4.extract_lane 2 (local.get $x))))
           (call $expf (f32x4.extract_lane 3 (local.get $x)))))))
-    (local.set $xl (f64x2.promote_low_f32x4 (local.get $x)))
-    (local.set $xh (f64x2.promote_low_f32x4
-      (i8x16.shuffle 8 9 10 11 12 13 14 15 8 9 10 11 12 13 14 15 (local.get $x) (local.get $x))))
-    (local.set $kl (f64x2.floor (f64x2.add (f64x2.mul (local.get $xl) (f64x2.splat (f64.const 0x1.71547652b82fep0)))
-      (f64x2.splat (f64.const 0.5)))))
-    (local.set $kh (f64x2.floor (f64x2.add (f64x2.mul (local.get $xh) (f64x2.splat (f64.const 0x1.71547652b82fep0)))
-      (f64x2.splat (f64.const 0.5)))))
-    (local.set $rl (f64x2.sub
-      (f64x2.sub (local.get $xl) (f64x2.mul (local.get $kl) (f64x2.splat (f64.const 0x1.62e42fee00000p-1))))
-      (f64x2.mul (local.get $kl) (f64x2.splat (f64.const 0x1.a39ef35793c76p-33)))))
-    (local.set $rh (f64x2.sub
-      (f64x2.sub (local.get $xh) (f64x2.mul (local.get $kh) (f64x2.splat (f64.const 0x1.62e42fee00000p-1))))
-      (f64x2.mul (local.get $kh) (f64x2.splat (f64.const 0x1.a39ef35793c76p-33)))))
-    (local.set $pl (f64x2.splat (f64.const 0x1.6124613a86d0ap-33)))
-    (local.set $ph (f64x2.splat (f64.const 0x1.6124613a86d0ap-33)))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.1eed8eff8d898p-29))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.1eed8eff8d898p-29))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.ae64567f544e4p-26))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.ae64567f544e4p-26))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.27e4fb7789f5dp-22))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.27e4fb7789f5dp-22))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.71de3a556c734p-19))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.71de3a556c734p-19))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-16))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-16))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-13))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.a01a01a01a01ap-13))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.6c16c16c16c17p-10))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.6c16c16c16c17p-10))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.1111111111111p-7))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.1111111111111p-7))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.5555555555555p-5))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.5555555555555p-5))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.5555555555555p-3))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.5555555555555p-3))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 0x1.0000000000000p-1))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 0x1.0000000000000p-1))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 1))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 1))))
-    (local.set $pl (f64x2.add (f64x2.mul (local.get $pl) (local.get $rl)) (f64x2.splat (f64.const 1))))
-    (local.set $ph (f64x2.add (f64x2.mul (local.get $ph) (local.get $rh)) (f64x2.splat (f64.const 1))))
-    ;; times 2^k, built from the bits (k + 1023) << 52
-    (local.set $pl (f64x2.mul (local.get $pl) (i64x2.shl (i64x2.add
-      (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $kl))) (i64x2.splat (i64.const 1023)))
-      (i32.const 52))))
-    (local.set $ph (f64x2.mul (local.get $ph) (i64x2.shl (i64x2.add
-      (i64x2.extend_low_i32x4_s (i32x4.trunc_sat_f64x2_s_zero (local.get $kh))) (i64x2.splat (i64.const 1023)))
-      (i32.const 52))))
     (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
-      (f32x4.demote_f64x2_zero (local.get $pl)) (f32x4.demote_f64x2_zero (local.get $ph))))
+      (f32x4.demote_f64x2_zero (call $exp64x2 (f64x2.promote_low_f32x4 (local.get $x))))
+      (f32x4.demote_f64x2_zero (call $exp64x2 (f64x2.promote_low_f32x4
+        (i8x16.shuffle 8 9 10 11 12 13 14 15 8 9 10 11 12 13 14 15 (local.get $x) (local.get $x)))))))
 
   ;; The exported expf4, for the test that compares it lane by lane with kernels/math.ts expf: reads four
   ;; float32 at $x, writes their expf at $y.
@@ -679,25 +658,61 @@
         (br $lr)))
       (br $lx))))
 
+  ;; The MLP's gated product of one element at byte offset $o (see "silu").
+  (func $silu1 (param $g i32) (param $u i32) (param $h i32) (param $o i32)
+    (local $gi f64)
+    (local.set $gi (f64.promote_f32 (f32.load (i32.add (local.get $g) (local.get $o)))))
+    (f32.store (i32.add (local.get $h) (local.get $o))
+      (f32.demote_f64 (f64.mul
+        (f64.promote_f32 (f32.demote_f64 (f64.mul (local.get $gi)
+          (f64.div (f64.const 1) (f64.add (f64.const 1) (call $exp64 (f64.neg (local.get $gi))))))))
+        (f64.promote_f32 (f32.load (i32.add (local.get $u) (local.get $o))))))))
+
+  ;; fround(g·sigmoid(g)) of two float64 lanes (promoted float32) whose −g is in [-707, 709], as a float64x2
+  ;; of the float32 values (each lane exactly $silu1's operations up to the product with u).
+  (func $gsig2 (param $g v128) (result v128)
+    (f64x2.promote_low_f32x4 (f32x4.demote_f64x2_zero (f64x2.mul (local.get $g)
+      (f64x2.div (f64x2.splat (f64.const 1))
+        (f64x2.add (f64x2.splat (f64.const 1)) (call $exp64x2 (f64x2.neg (local.get $g)))))))))
+
   ;; The MLP's gated product, elements [lo, hi) (kernels/mlp.ts mlpForward):
   ;; h = fround(fround(g · sigmoid(g)) · u) with sigmoid(g) = 1 / (1 + exp64(−g)) in float64, the product
   ;; g · sigmoid(g) in float64 rounded once to float32, then times u in float64 (exact) rounded once.
   ;; Elementwise, so any split gives the same bits. Parameter block: g u h (f32 arrays; h may be g or u).
+  ;; Four elements at a time where every g of the four is in [-709, 707], so that −g is in $exp64x2's range
+  ;; (two $exp64x2 side by side; the
+  ;; last step is f32x4.mul: a float32 product computed exactly in float64 and rounded once is the float32
+  ;; product), else and for the last hi − lo mod 4 elements one by one through $silu1.
   (func (export "silu") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
-    (local $g i32) (local $u i32) (local $h i32) (local $x i32) (local $o i32) (local $gi f64)
+    (local $g i32) (local $u i32) (local $h i32) (local $x i32) (local $o i32) (local $gv v128)
     (local.set $g (call $arg (local.get $at) (i32.const 0)))
     (local.set $u (call $arg (local.get $at) (i32.const 1)))
     (local.set $h (call $arg (local.get $at) (i32.const 2)))
     (local.set $x (local.get $lo))
+    (block $d4 (loop $l4
+      (br_if $d4 (i32.gt_u (i32.add (local.get $x) (i32.const 4)) (local.get $hi)))
+      (local.set $o (i32.shl (local.get $x) (i32.const 2)))
+      (local.set $gv (v128.load (i32.add (local.get $g) (local.get $o))))
+      (if (i32x4.all_true (v128.and
+          (f32x4.ge (local.get $gv) (f32x4.splat (f32.const -709)))
+          (f32x4.le (local.get $gv) (f32x4.splat (f32.const 707)))))
+        (then
+          (v128.store (i32.add (local.get $h) (local.get $o)) (f32x4.mul
+            (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+              (f32x4.demote_f64x2_zero (call $gsig2 (f64x2.promote_low_f32x4 (local.get $gv))))
+              (f32x4.demote_f64x2_zero (call $gsig2 (f64x2.promote_low_f32x4
+                (i8x16.shuffle 8 9 10 11 12 13 14 15 8 9 10 11 12 13 14 15 (local.get $gv) (local.get $gv))))))
+            (v128.load (i32.add (local.get $u) (local.get $o))))))
+        (else
+          (call $silu1 (local.get $g) (local.get $u) (local.get $h) (local.get $o))
+          (call $silu1 (local.get $g) (local.get $u) (local.get $h) (i32.add (local.get $o) (i32.const 4)))
+          (call $silu1 (local.get $g) (local.get $u) (local.get $h) (i32.add (local.get $o) (i32.const 8)))
+          (call $silu1 (local.get $g) (local.get $u) (local.get $h) (i32.add (local.get $o) (i32.const 12)))))
+      (local.set $x (i32.add (local.get $x) (i32.const 4)))
+      (br $l4)))
     (block $dx (loop $lx
       (br_if $dx (i32.ge_u (local.get $x) (local.get $hi)))
-      (local.set $o (i32.shl (local.get $x) (i32.const 2)))
-      (local.set $gi (f64.promote_f32 (f32.load (i32.add (local.get $g) (local.get $o)))))
-      (f32.store (i32.add (local.get $h) (local.get $o))
-        (f32.demote_f64 (f64.mul
-          (f64.promote_f32 (f32.demote_f64 (f64.mul (local.get $gi)
-            (f64.div (f64.const 1) (f64.add (f64.const 1) (call $exp64 (f64.neg (local.get $gi))))))))
-          (f64.promote_f32 (f32.load (i32.add (local.get $u) (local.get $o)))))))
+      (call $silu1 (local.get $g) (local.get $u) (local.get $h) (i32.shl (local.get $x) (i32.const 2)))
       (local.set $x (i32.add (local.get $x) (i32.const 1)))
       (br $lx))))
 
