@@ -105,7 +105,12 @@ export function chunkRoot(bytes: Uint8Array): string {
  * concatenation, without building it).
  */
 export function chunkRootOfParts(parts: readonly Uint8Array[]): string {
-  return hex(levels(parts)[CHUNK_TREE_DEPTH]![0] ?? EMPTY[CHUNK_TREE_DEPTH]!);
+  return hex(chunkRootBytesOfParts(parts));
+}
+
+/** `chunkRootOfParts` as its 32 raw bytes. */
+export function chunkRootBytesOfParts(parts: readonly Uint8Array[]): Uint8Array {
+  return levels(parts)[CHUNK_TREE_DEPTH]![0] ?? EMPTY[CHUNK_TREE_DEPTH]!;
 }
 
 /** The Merkle path of chunk `index` of `bytes`: its 8 sibling hashes, leaf level first (hex). */

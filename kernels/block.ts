@@ -83,7 +83,11 @@ export function mlpWeightsOf(p: Tensors) {
   };
 }
 
-/** dy [B·T, C] → dx [B·T, C] and the gradient of every tensor of the block (same names and shapes). */
+/**
+ * dy [B·T, C] → dx [B·T, C] and the gradient of every tensor of the block (same names and shapes). `into`,
+ * when given, holds where each projection's weight gradient is written (views into the file the gradients
+ * will be kept in: `GradientFiles.alloc`); those gradients are then those views, with the same values.
+ */
 export function blockBackward(
   dy: Float32Array,
   cache: BlockCache,
@@ -92,19 +96,58 @@ export function blockBackward(
   B: number,
   T: number,
   tables: RotaryTables,
+  into?: Tensors,
 ): { dx: Float32Array; grads: Tensors } {
   const N = B * T, C = c.hidden_size, H = c.num_attention_heads, KVH = c.num_key_value_heads, D = headDim(c);
   const KV = KVH * D, M = c.intermediate_size;
-  const mlp = mlpBackward(dy, cache.n2, mlpWeightsOf(p), cache.mlp, N, C, M);
+  const to = (name: string) => into?.[name]?.data;
+  const mlpInto = {
+    gate: to("mlp.gate_proj.weight"),
+    up: to("mlp.up_proj.weight"),
+    down: to("mlp.down_proj.weight"),
+  };
+  const mlp = mlpBackward(dy, cache.n2, mlpWeightsOf(p), cache.mlp, N, C, M, mlpInto);
   const norm2 = rmsnormBackward(mlp.dx, w(p, "post_attention_layernorm.weight"), cache.norm2, N, C);
   const dh = addForward(dy, norm2.dx); // dh: [N,C]
-  const o = linearBackward(dh, cache.a, w(p, "self_attn.o_proj.weight"), N, C, C);
+  const o = linearBackward(
+    dh,
+    cache.a,
+    w(p, "self_attn.o_proj.weight"),
+    N,
+    C,
+    C,
+    to("self_attn.o_proj.weight"),
+  );
   const attn = attentionBackward(o.dx, cache.q, cache.k, cache.v, cache.attn, { B, Tq: T, Tk: T, H, KVH, D });
   const dq = rotaryBackward(attn.dq, tables, B, T, H, D); // dq: [N,C], before rotation
   const dk = rotaryBackward(attn.dk, tables, B, T, KVH, D); // dk: [N,KV], before rotation
-  const q = linearBackward(dq, cache.n1, w(p, "self_attn.q_proj.weight"), N, C, C);
-  const k = linearBackward(dk, cache.n1, w(p, "self_attn.k_proj.weight"), N, C, KV);
-  const v = linearBackward(attn.dv, cache.n1, w(p, "self_attn.v_proj.weight"), N, C, KV);
+  const q = linearBackward(
+    dq,
+    cache.n1,
+    w(p, "self_attn.q_proj.weight"),
+    N,
+    C,
+    C,
+    to("self_attn.q_proj.weight"),
+  );
+  const k = linearBackward(
+    dk,
+    cache.n1,
+    w(p, "self_attn.k_proj.weight"),
+    N,
+    C,
+    KV,
+    to("self_attn.k_proj.weight"),
+  );
+  const v = linearBackward(
+    attn.dv,
+    cache.n1,
+    w(p, "self_attn.v_proj.weight"),
+    N,
+    C,
+    KV,
+    to("self_attn.v_proj.weight"),
+  );
   const dn1 = addForward(addForward(q.dx, k.dx), v.dx); // dn1: [N,C]
   const norm1 = rmsnormBackward(dn1, w(p, "input_layernorm.weight"), cache.norm1, N, C);
   const dx = addForward(dh, norm1.dx); // dx: [N,C]

@@ -19,7 +19,9 @@ import { sha256Hex } from "../core/digest.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { blockIndex } from "./model.ts";
 import { type Tensors, writeValue } from "./safetensors.ts";
-import { normSquared, normSquaredFrom } from "./stage.ts";
+import { compareCodePoints } from "../core/canonical.ts";
+import { normSquared } from "./stage.ts";
+import { resultBytes, runTask, type SumSquaresTask } from "./task_ops.ts";
 
 /** Which block of a stage a challenge names: a transformer block's index in the stage, or stage 0's head. */
 export type BlockRef = number | "head";
@@ -58,23 +60,44 @@ export function blocksOf(partition: readonly string[]): string[] {
   return partition.filter((n) => blockIndex(n) >= 0);
 }
 
+/** A stage's running sums (`runningNorms`). */
+export interface RunningNorms {
+  readonly head: number | null;
+  readonly blocks: number[];
+}
+
 /**
  * The running sums of a stage: through `embed` and `norm` (stage 0, else null), then through each block, in
  * partition order. The last value is `normSquared(partition, grads)` bit for bit.
  */
-export function runningNorms(
+export function runningNorms(partition: readonly string[], grads: Record<string, Tensors>): RunningNorms {
+  const task = runningNormsTask(partition, grads);
+  const out = new Uint8Array(resultBytes(task));
+  runTask(task, out);
+  return runningNormsOf(partition, out);
+}
+
+/**
+ * `runningNorms` as a task (`task_ops.ts`, one sequential chain of additions, so it runs whole on one
+ * thread): groups of gradient arrays, the non-block components first on stage 0, then each block's, every
+ * component's tensors in name order. A step runs its stages' tasks side by side (`runTasks`).
+ */
+export function runningNormsTask(
   partition: readonly string[],
   grads: Record<string, Tensors>,
-): { head: number | null; blocks: number[] } {
-  const head0 = partition[0] === "embed";
-  let total = head0 ? normSquaredFrom(0, partition.filter((n) => blockIndex(n) < 0), grads) : 0;
-  const head = head0 ? total : null;
-  const blocks: number[] = [];
-  for (const name of blocksOf(partition)) {
-    total = normSquaredFrom(total, [name], grads);
-    blocks.push(total);
-  }
-  return { head, blocks };
+): SumSquaresTask {
+  const arrays = (names: readonly string[]) =>
+    names.flatMap((n) => Object.keys(grads[n]!).sort(compareCodePoints).map((t) => grads[n]![t]!.data));
+  const groups = blocksOf(partition).map((n) => arrays([n]));
+  if (partition[0] === "embed") groups.unshift(arrays(partition.filter((n) => blockIndex(n) < 0)));
+  return { op: "sum_squares", groups };
+}
+
+/** The running sums from the result of `runningNormsTask(partition, …)`. */
+export function runningNormsOf(partition: readonly string[], result: Uint8Array): RunningNorms {
+  const sums = Array.from(new Float64Array(result.slice().buffer));
+  const head = partition[0] === "embed" ? sums.shift()! : null;
+  return { head, blocks: sums };
 }
 
 /**
@@ -154,13 +177,14 @@ export class BoundaryRoots {
 
   /**
    * The backward part alone: each block's input-gradient root and running sum, stage 0's head sum, and the
-   * stage's whole `normSquared` (`total`, from the same pass: `totalFromRunning`).
+   * stage's whole `normSquared` (`total`, from the same pass: `totalFromRunning`). `norms`, when given, are
+   * the stage's `runningNorms` already summed (e.g. on a task worker).
    */
   backward(
     partition: readonly string[],
     grads: Record<string, Tensors>,
+    norms: RunningNorms = runningNorms(partition, grads),
   ): { head: string | null; blocks: { gradient_in: string; norm_squared: string }[]; total: number } {
-    const norms = runningNorms(partition, grads);
     return {
       total: totalFromRunning(partition, grads, norms),
       head: norms.head === null ? null : toHexFloat(norms.head),

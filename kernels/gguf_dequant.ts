@@ -14,6 +14,7 @@
 import { ProtocolError } from "../core/errors.ts";
 import type { GgufFile, GgufTensorInfo } from "./gguf.ts";
 import { elementCount, GGML_TYPE, ggmlType } from "./gguf_types.ts";
+import { sharedFloat32 } from "./tensor.ts";
 
 const HALF = new Float32Array(65536);
 for (let h = 0; h < 65536; h++) HALF[h] = halfToFloat(h);
@@ -55,7 +56,7 @@ export function dequantize(file: GgufFile, info: GgufTensorInfo): Float32Array {
 /** Decodes `n` elements of ggml type `type` from `src` (which holds exactly their blocks). */
 export function decode(type: number, src: Uint8Array, n: number): Float32Array {
   const view = new DataView(src.buffer, src.byteOffset, src.byteLength);
-  const out = new Float32Array(n);
+  const out = sharedFloat32(n); // a model's parameters: the training step's task workers read them in place
   switch (type) {
     case GGML_TYPE.F32:
       for (let i = 0; i < n; i++) out[i] = view.getFloat32(4 * i, true);

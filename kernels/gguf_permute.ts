@@ -14,6 +14,7 @@
  * (used by tests and by anyone writing GGUF).
  */
 import { ProtocolError } from "../core/errors.ts";
+import { sharedFloat32 } from "./tensor.ts";
 
 function check(data: Float32Array, heads: number, cols: number, what: string): number {
   const rows = data.length / cols;
@@ -48,7 +49,7 @@ function moveRows(
 ): Float32Array {
   const d = check(data, heads, cols, what);
   const half = d / 2;
-  const out = new Float32Array(data.length);
+  const out = sharedFloat32(data.length); // a model's parameters, as `decode` gives them
   for (let h = 0; h < heads; h++) {
     for (let s = 0; s < 2; s++) {
       for (let i = 0; i < half; i++) {

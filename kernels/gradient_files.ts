@@ -27,11 +27,17 @@ export class GradientFiles {
   readonly inFiles: boolean = VIEWS_IN_FILES;
 
   /**
+   * With `shared` every file buffer is on a `SharedArrayBuffer` (`allocSafetensors`), so the update and the
+   * files' digests can run on task workers (`task_pool.ts`); the training step asks for that.
+   */
+  constructor(readonly options: { readonly shared?: boolean } = {}) {}
+
+  /**
    * A new file buffer for component `name` with tensors of these shapes, returned as views to compute the
    * gradient into; `keep` of exactly those views then copies nothing. Only where `inFiles`.
    */
   alloc(name: string, shapes: Record<string, readonly number[]>): Tensors {
-    const { bytes, tensors } = allocSafetensors(shapes);
+    const { bytes, tensors } = allocSafetensors(shapes, this.options);
     this.#files.set(name, bytes);
     this.#views.set(name, tensors);
     return tensors;
@@ -48,8 +54,16 @@ export class GradientFiles {
   }
 
   /**
+   * For `stageBackward`'s `into`: a new file buffer's views for component `name` (`alloc`), to compute its
+   * gradients into; undefined when gradients are not kept in files.
+   */
+  readonly into = (name: string, shapes: Record<string, readonly number[]>): Tensors | undefined =>
+    this.inFiles ? this.alloc(name, shapes) : undefined;
+
+  /**
    * Copies `grads` into a new file buffer for component `name` and returns the views of that buffer; when
-   * `grads` are the views `alloc` gave for `name`, they are already there and are returned as they are.
+   * `alloc` gave views for `name` with exactly these tensor names and shapes, only the gradients not already
+   * computed in those views are copied into them, and the views are returned.
    */
   readonly keep = (name: string, grads: Tensors): Tensors => {
     if (!this.inFiles) return grads;
@@ -58,10 +72,13 @@ export class GradientFiles {
     const keys = Object.keys(grads);
     if (
       own !== undefined && keys.length === Object.keys(own).length &&
-      keys.every((t) => own[t] !== undefined && own[t].data === grads[t]!.data)
-    ) return own;
+      keys.every((t) => own[t] !== undefined && own[t].data.length === grads[t]!.data.length)
+    ) {
+      for (const t of keys) if (own[t]!.data !== grads[t]!.data) own[t]!.data.set(grads[t]!.data);
+      return own;
+    }
     const shapes = Object.fromEntries(Object.entries(grads).map(([t, v]) => [t, v.shape]));
-    const { bytes, tensors } = allocSafetensors(shapes);
+    const { bytes, tensors } = allocSafetensors(shapes, this.options);
     for (const [t, v] of Object.entries(tensors)) v.data.set(grads[t]!.data);
     this.#files.set(name, bytes);
     return tensors;

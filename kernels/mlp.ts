@@ -110,7 +110,10 @@ export function mlpForward(
   return { y, cache: { g, u, h } };
 }
 
-/** dy [N,C] → dx [N,C] and the weight gradients, given the forward's input x and cache. */
+/**
+ * dy [N,C] → dx [N,C] and the weight gradients, given the forward's input x and cache. `into`, when given,
+ * holds where each weight gradient is written (e.g. views into the file it will be committed in).
+ */
 export function mlpBackward(
   dy: Float32Array,
   x: Float32Array,
@@ -119,14 +122,15 @@ export function mlpBackward(
   N: number,
   C: number,
   M: number,
+  into: { readonly [K in keyof MlpWeights]?: Float32Array | undefined } = {},
 ): { dx: Float32Array; dGate: Float32Array; dUp: Float32Array; dDown: Float32Array } {
   const { g, u, h } = cache;
-  const down = linearBackward(dy, h, w.down, N, M, C); // down.dx: [N,M]
+  const down = linearBackward(dy, h, w.down, N, M, C, into.down); // down.dx: [N,M]
   const dh = down.dx;
   const { du, dg } = gatedProductBackward(g, u, dh); // du, dg: [N,M]
   assertFinite(dg, "mlp gate gradient");
   assertFinite(du, "mlp up gradient");
-  const gate = linearBackward(dg, x, w.gate, N, C, M);
-  const up = linearBackward(du, x, w.up, N, C, M);
+  const gate = linearBackward(dg, x, w.gate, N, C, M, into.gate);
+  const up = linearBackward(du, x, w.up, N, C, M, into.up);
   return { dx: addForward(gate.dx, up.dx), dGate: gate.dw, dUp: up.dw, dDown: down.dw };
 }

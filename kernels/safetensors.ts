@@ -77,8 +77,8 @@ function layoutOf(shapes: Record<string, readonly number[]>): Layout {
   return { names, header, begins: entries.map((e) => start + e.begin), size: start + offset };
 }
 
-function headed(layout: Layout): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(layout.size);
+function headed(layout: Layout, shared = false): Uint8Array<ArrayBufferLike> {
+  const out = shared ? new Uint8Array(new SharedArrayBuffer(layout.size)) : new Uint8Array(layout.size);
   new DataView(out.buffer).setBigUint64(0, BigInt(layout.header.length), true);
   out.set(layout.header, 8);
   return out;
@@ -145,14 +145,17 @@ export const VIEWS_IN_FILES: boolean = LITTLE_ENDIAN;
  * The bytes of a canonical safetensors file for tensors of these shapes, with each tensor's data a
  * `Float32Array` view into those bytes (all +0 until written): filling the views fills the file, with no
  * second copy. The bytes equal `writeSafetensors` of the same tensors once every value is finite; the caller
- * checks that. Needs a little-endian host (`VIEWS_IN_FILES`); throws `invalid_tensor` on a bad name.
+ * checks that. With `shared` the bytes are on a `SharedArrayBuffer`, so task workers (`task_pool.ts`) can
+ * hash and update them where they are (such bytes cannot be a `fetch` body without a copy). Needs a
+ * little-endian host (`VIEWS_IN_FILES`); throws `invalid_tensor` on a bad name.
  */
 export function allocSafetensors(
   shapes: Record<string, readonly number[]>,
+  options: { readonly shared?: boolean } = {},
 ): { bytes: Uint8Array; tensors: Tensors } {
   if (!LITTLE_ENDIAN) throw new Error("Cannot view float32 data in a safetensors file on a big-endian host");
   const layout = layoutOf(shapes);
-  const bytes = headed(layout);
+  const bytes = headed(layout, options.shared === true && typeof SharedArrayBuffer === "function");
   const tensors: Tensors = {};
   layout.names.forEach((name, i) => {
     const shape = [...shapes[name]!];

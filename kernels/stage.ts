@@ -30,6 +30,8 @@ import { blockIndex, EMBED_TENSOR, NORM_TENSOR } from "./model.ts";
 import type { RotaryTables } from "./rotary.ts";
 import type { Tensors } from "./safetensors.ts";
 import { assertFinite } from "./tensor.ts";
+import { type SgdTask, sumSquaresFrom } from "./task_ops.ts";
+import { runTasks } from "./task_pool.ts";
 
 /** What every stage function of one step shares. */
 export interface StepShape {
@@ -90,6 +92,11 @@ export interface BackwardOptions {
   readonly consume?: boolean;
   /** Called with the gradient of each block's input as soon as it exists (only a forger changes it). */
   readonly onGradient?: (name: string, dx: Float32Array) => void;
+  /**
+   * Where a block's gradients are computed (`blockBackward`'s `into`, e.g. views into the file `keep` then
+   * keeps them in, so its weight gradients need no copy), given the component's name and tensor shapes.
+   */
+  readonly into?: (name: string, shapes: Record<string, readonly number[]>) => Tensors | undefined;
 }
 
 /** Runs a stage backward from the gradient of its output; `head` is required on stage 0. */
@@ -110,7 +117,9 @@ export function stageBackward(
   let dy = gradientOut;
   for (let i = blocks.length - 1; i >= 0; i--) {
     const name = blocks[i]!;
-    const r = blockBackward(dy, forward.caches[i]!, components[name]!, c, B, T, shape.tables);
+    const p = components[name]!;
+    const into = options.into?.(name, Object.fromEntries(Object.entries(p).map(([t, v]) => [t, v.shape])));
+    const r = blockBackward(dy, forward.caches[i]!, p, c, B, T, shape.tables, into);
     if (options.consume) (forward.caches as (BlockCache | undefined)[])[i] = undefined;
     grads[name] = keep(name, r.grads);
     options.onGradient?.(name, r.dx);
@@ -153,8 +162,7 @@ export function normSquaredFrom(
   for (const name of partition) {
     const tensors = grads[name]!;
     for (const t of Object.keys(tensors).sort(compareCodePoints)) {
-      const g = tensors[t]!.data;
-      for (let i = 0; i < g.length; i++) total += g[i]! * g[i]!;
+      total = sumSquaresFrom(total, tensors[t]!.data);
     }
   }
   return total;
@@ -192,6 +200,9 @@ export function applyUpdateInPlace(
   return sgd(partition, components, grads, learningRate, scale, (g) => g);
 }
 
+/** Elements per SGD task: small enough to balance threads, large enough that handing one out costs nothing. */
+export const SGD_TASK_ELEMENTS = 1 << 20;
+
 function sgd(
   partition: readonly string[],
   components: Record<string, Tensors>,
@@ -202,28 +213,34 @@ function sgd(
 ): Record<string, Tensors> {
   const eta = Math.fround(learningRate * scale);
   const out: Record<string, Tensors> = {};
+  const tasks: SgdTask[] = [];
+  const checks: { data: Float32Array; what: string; first: number; last: number }[] = [];
   for (const name of partition) {
     const updated: Tensors = {};
     for (const [t, p] of Object.entries(components[name]!)) {
       const g = grads[name]![t]!.data, data = target(g);
-      if (!sgdInto(data, p.data, g, eta)) assertFinite(data, `updated ${name} ${t}`); // throws at the first
+      const first = tasks.length;
+      for (let lo = 0; lo < data.length || lo === 0; lo += SGD_TASK_ELEMENTS) {
+        tasks.push({
+          op: "sgd",
+          w: p.data,
+          g,
+          out: data,
+          eta,
+          lo,
+          hi: Math.min(data.length, lo + SGD_TASK_ELEMENTS),
+        });
+      }
+      checks.push({ data, what: `updated ${name} ${t}`, first, last: tasks.length });
       updated[t] = { shape: [...p.shape], data };
     }
     out[name] = updated;
   }
-  return out;
-}
-
-/**
- * data[i] = fround(w[i] − fround(η·g[i])) for every i (data may be g); true when every new value is finite.
- * One pass that also checks, in place of a second `assertFinite` pass.
- */
-function sgdInto(data: Float32Array, w: Float32Array, g: Float32Array, eta: number): boolean {
-  let finite = true;
-  for (let i = 0; i < data.length; i++) {
-    const v = Math.fround(w[i]! - Math.fround(eta * g[i]!));
-    data[i] = v;
-    if (v - v !== 0) finite = false;
+  // Element ranges on any thread (each element's update stands alone), then the finiteness check in
+  // partition order, so the first non-finite tensor is the one named, as in one pass.
+  const finite = runTasks(tasks).map((r) => r[0] === 1);
+  for (const c of checks) {
+    if (!finite.slice(c.first, c.last).every((f) => f)) assertFinite(c.data, c.what); // throws at the first
   }
-  return finite;
+  return out;
 }

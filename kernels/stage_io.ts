@@ -152,6 +152,7 @@ export function openStage(setup: StageSetup): OpenStage {
         head = null; // its embedding gradient is added into in place
         return stageBackward(shape, partition, components, forward, dy, headResult, {
           keep: files.keep,
+          into: files.into,
           consume: true,
           onGradient: bounds.onGradient,
         });

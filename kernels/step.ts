@@ -12,11 +12,18 @@
  * ```
  */
 import { canonicalBytes, type JsonValue } from "../core/canonical.ts";
-import { chunkRoot, chunkRootOfParts } from "../core/chunk_tree.ts";
-import { id, sha256Hex, sha256Stream } from "../core/digest.ts";
+import { chunkRoot } from "../core/chunk_tree.ts";
+import { id, sha256Hex } from "../core/digest.ts";
+import { toHex } from "../core/hex.ts";
 import { toHexFloat } from "../core/hex_float.ts";
 import { type Batch, batchArrays, validateBatch } from "./batch.ts";
-import { boundaryFields, BoundaryRoots, stageBoundaries } from "./boundary.ts";
+import {
+  boundaryFields,
+  BoundaryRoots,
+  runningNormsOf,
+  runningNormsTask,
+  stageBoundaries,
+} from "./boundary.ts";
 import { headDim } from "./config.ts";
 import { headForwardBackward, type HeadResult } from "./head.ts";
 import type { Manifest } from "./manifest.ts";
@@ -32,8 +39,11 @@ import {
   type StageForward,
   stageForward,
 } from "./stage.ts";
+import type { Task } from "./task_ops.ts";
+import { isShared, runTasks, sharedBytes, startTaskWorkers } from "./task_pool.ts";
 import type { StageTrace, StepRecord } from "./trace.ts";
 import { chunkRootsFor } from "./trace_chunks.ts";
+import { startWasmMatmulThreads } from "./wasm/matmul_wasm.ts";
 
 /** What a step needs. */
 export interface StepInput {
@@ -62,6 +72,8 @@ export interface StepOutput {
 
 /** Runs the step stage by stage, forward 0 → last, head on 0, backward last → 0, then the update. */
 export function trainStep(input: StepInput): StepOutput {
+  startWasmMatmulThreads(); // both pools load while the step validates, embeds and runs its first kernels
+  startTaskWorkers();
   const { model, manifest, partitions } = input;
   const c = model.config;
   const batch = validateBatch(input.batch as unknown as JsonValue, c);
@@ -74,23 +86,19 @@ export function trainStep(input: StepInput): StepOutput {
     objects.set(root, bytes);
     return root;
   };
-  // The chunk roots of the parent's component files (the step holds their tensors, not their files), hashed
-  // from the tensors where they are (`safetensorsParts`), so no file is built. Only tensors whose file bytes
-  // hash to the manifest's root count; a component with a bad shape is left for the forward pass to refuse,
-  // and one with a non-finite value (whose bytes no manifest root names) for the update, as before.
-  const parentChunks = new Map<string, string>();
+  // The parent's component files, as the pieces their bytes are where the step holds their tensors
+  // (`safetensorsParts`), so no file is built; they are hashed (content root and chunk root) with the
+  // updated files at the end, side by side. Only tensors whose file bytes hash to the manifest's root count;
+  // a component with a bad shape is left for the forward pass to refuse, and one with a non-finite value
+  // (whose bytes no manifest root names) for the update, as before.
+  const parentParts = new Map<string, Uint8Array[]>();
   for (const [name, r] of Object.entries(manifest.components)) {
     const tensors = model.components[name];
-    let parts: Uint8Array[] | undefined;
     try {
-      parts = tensors === undefined ? undefined : safetensorsParts(tensors);
+      if (tensors !== undefined) parentParts.set(r, shareable(safetensorsParts(tensors)));
     } catch {
-      parts = undefined;
+      // not a canonical file: no chunk root for it
     }
-    if (parts === undefined) continue;
-    const hash = sha256Stream();
-    for (const p of parts) hash.update(p);
-    if (hash.hex() === r) parentChunks.set(r, chunkRootOfParts(parts));
   }
   const parentRoot = id(manifest as unknown as JsonValue);
   const batchRoot = put(canonicalBytes(batch));
@@ -110,7 +118,7 @@ export function trainStep(input: StepInput): StepOutput {
   // the update then overwrites it there; block caches and the head's arrays are dropped as they are used.
   // So a step holds the parameters, one gradient-then-update buffer per component and the activations,
   // never a separate update or a serialized copy of it.
-  const files = new GradientFiles();
+  const files = new GradientFiles({ shared: true }); // task workers hash and update them where they are
   let head: HeadResult | null = headForwardBackward(
     x!,
     labels,
@@ -131,6 +139,7 @@ export function trainStep(input: StepInput): StepOutput {
   for (let i = S - 1; i >= 0; i--) {
     const r = stageBackward(shape, partitions[i]!, model.components, forwards[i]!, g, i === 0 ? head : null, {
       keep: files.keep,
+      into: files.into,
       consume: true,
       onGradient: bounds[i]!.onGradient,
     });
@@ -143,27 +152,48 @@ export function trainStep(input: StepInput): StepOutput {
       g = r.gradientIn!;
     }
   }
-  const backs = partitions.map((p, i) => bounds[i]!.backward(p, grads[i]!));
+  // Each stage's running sums are one chain of additions; the stages' chains run side by side.
+  const sums = runTasks(partitions.map((p, i) => runningNormsTask(p, grads[i]!)));
+  const backs = partitions.map((p, i) => bounds[i]!.backward(p, grads[i]!, runningNormsOf(p, sums[i]!)));
   const norms = backs.map((b) => b.total); // each stage's normSquared, from the running sums' pass
   const scale = clipScale(norms, input.clip);
 
   const components: Record<string, Tensors> = { ...model.components };
-  const roots: Record<string, string>[] = [];
+  const written: { stage: number; name: string; bytes: Uint8Array }[] = [];
   for (let i = 0; i < S; i++) {
     const update = files.inFiles ? applyUpdateInPlace : applyUpdate;
     const updated = update(partitions[i]!, model.components, grads[i]!, input.learningRate, scale);
-    roots[i] = {};
     for (const name of partitions[i]!) {
       const file = files.get(name);
       if (file !== undefined) {
         components[name] = grads[i]![name]!; // the updated values, viewing `file`
-        roots[i]![name] = put(file);
+        written.push({ stage: i, name, bytes: file });
       } else {
         components[name] = updated[name]!;
-        roots[i]![name] = put(writeSafetensors(updated[name]!));
+        written.push({ stage: i, name, bytes: writeSafetensors(updated[name]!) });
       }
     }
   }
+  // Every updated and parent file's content root and chunk root: independent digests, side by side (each
+  // digest runs whole on one thread; the roots are the same for any thread count).
+  const parents = [...parentParts];
+  const digests = runTasks([
+    ...written.flatMap((f) => digestTasks([f.bytes])),
+    ...parents.flatMap(([, parts]) => digestTasks(parts)),
+  ]).map(toHex);
+  const roots: Record<string, string>[] = partitions.map(() => ({}));
+  const writtenChunks = new Map<string, string>();
+  written.forEach((f, k) => {
+    const root = digests[2 * k]!;
+    objects.set(root, f.bytes);
+    roots[f.stage]![f.name] = root;
+    writtenChunks.set(root, digests[2 * k + 1]!);
+  });
+  const parentChunks = new Map<string, string>();
+  parents.forEach(([r], k) => {
+    const at = 2 * (written.length + k);
+    if (digests[at] === r) parentChunks.set(r, digests[at + 1]!);
+  });
   const candidateManifest: Manifest = {
     ...manifest,
     components: { ...manifest.components, ...Object.assign({}, ...roots) },
@@ -192,7 +222,7 @@ export function trainStep(input: StepInput): StepOutput {
     chunk_roots: chunkRootsFor(manifest, t, i, (r) => {
       const known = bounds[i]!.chunkRoots.get(r);
       if (known !== undefined) return known;
-      const parent = parentChunks.get(r);
+      const parent = parentChunks.get(r) ?? writtenChunks.get(r);
       if (parent !== undefined) return parent;
       const bytes = objects.get(r);
       if (bytes === undefined) {
@@ -229,4 +259,23 @@ export function trainStep(input: StepInput): StepOutput {
     candidateRoot,
     objects,
   };
+}
+
+/** The content-root and chunk-root tasks of one file's bytes (in pieces). */
+function digestTasks(parts: readonly Uint8Array[]): Task[] {
+  return [{ op: "sha256", parts }, { op: "chunk_root", parts }];
+}
+
+/**
+ * The pieces with every one not on shared memory copied there when it is small (a file's header), so a
+ * task worker may hash the whole file; large pieces stay where they are (and keep the file's digests on the
+ * calling thread unless they are already shared).
+ */
+function shareable(parts: Uint8Array[]): Uint8Array[] {
+  return parts.map((p) => {
+    if (isShared(p) || p.byteLength > 1 << 16) return p;
+    const copy = sharedBytes(p.byteLength);
+    copy.set(p);
+    return copy;
+  });
 }

@@ -48,6 +48,17 @@ export function tensor(shape: readonly number[], data: Float32Array | readonly n
   return { shape: [...shape], data: values };
 }
 
+/**
+ * `n` zeroed float32 values on a `SharedArrayBuffer` when the runtime has one (else an ordinary array):
+ * the same values to every reader, but task workers (`task_pool.ts`) can also read and write them where
+ * they are, e.g. to hash or update a model's parameters. For long-lived model tensors (a loaded model).
+ */
+export function sharedFloat32(n: number): Float32Array {
+  return typeof SharedArrayBuffer === "function"
+    ? new Float32Array(new SharedArrayBuffer(4 * n))
+    : new Float32Array(n);
+}
+
 /** A tensor of +0. */
 export function zeros(shape: readonly number[]): Tensor {
   return { shape: [...shape], data: new Float32Array(sizeOf(shape)) };

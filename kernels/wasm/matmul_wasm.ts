@@ -59,6 +59,14 @@ export async function wasmMatmulThreadsReady(threads = kernelThreads()): Promise
   return 1 + await km.pool.whenReady(threads - 1);
 }
 
+/**
+ * Starts the workers for `threads` kernel threads without waiting (`wasmMatmulThreadsReady` waits): a
+ * caller about to run many kernels gives them the time until its first large call to load.
+ */
+export function startWasmMatmulThreads(threads: number = kernelThreads()): void {
+  kernelMemory()?.pool.ready(threads - 1);
+}
+
 /** Why the kernels run on one thread only (e.g. no read permission for the worker module), or null. */
 export function wasmMatmulThreadsDisabled(): string | null {
   const km = kernelMemory();

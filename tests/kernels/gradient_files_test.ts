@@ -14,14 +14,34 @@ Deno.test("GradientFiles: keep of the views alloc gave copies nothing; the file 
   assert.equal(kept.weight!.data, views.weight!.data, "the same array, not a copy");
   assert.equal(kept.bias!.data, views.bias!.data);
   assert.deepEqual(files.get("norm"), writeSafetensors(kept));
-  // Other arrays for a name alloc served are copied into a new file, as for any other name.
-  const other = files.alloc("x", { w: [2] });
+  // Other arrays of the same names and sizes for a name alloc served are copied into its views, those
+  // already there are not; different names or sizes go to a new file, as for any other name.
+  const other = files.alloc("x", { w: [2], v: [1] });
+  other.v!.data[0] = -1.5;
   const fresh = new Float32Array([3, 4]);
-  const copied = files.keep("x", { w: { shape: [2], data: fresh } });
+  const copied = files.keep("x", { w: { shape: [2], data: fresh }, v: other.v! });
   assert.notEqual(copied.w!.data, fresh);
-  assert.notEqual(copied.w!.data, other.w!.data);
-  assert.deepEqual([...copied.w!.data], [3, 4]);
-  assert.deepEqual(files.get("x"), writeSafetensors({ w: { shape: [2], data: fresh } }));
+  assert.equal(copied.w!.data, other.w!.data, "copied into the view alloc gave");
+  assert.equal(copied.v!.data, other.v!.data);
+  assert.deepEqual(
+    files.get("x"),
+    writeSafetensors({ w: { shape: [2], data: fresh }, v: { shape: [1], data: new Float32Array([-1.5]) } }),
+  );
+  const mismatched = files.alloc("y", { w: [3] });
+  const kept3 = files.keep("y", { w: { shape: [2], data: fresh } });
+  assert.notEqual(kept3.w!.data, mismatched.w!.data);
+  assert.deepEqual(files.get("y"), writeSafetensors({ w: { shape: [2], data: fresh } }));
+});
+
+Deno.test("GradientFiles: shared files are on a SharedArrayBuffer with the same bytes; into is alloc", () => {
+  const files = new GradientFiles({ shared: true });
+  const views = files.into("n", { a: [2], b: [3] })!;
+  views.a!.data.set([1, 2]);
+  views.b!.data.set([3, -0, 5]);
+  const kept = files.keep("n", views);
+  assert.ok(files.get("n")!.buffer instanceof SharedArrayBuffer);
+  assert.ok(kept.a!.data.buffer instanceof SharedArrayBuffer);
+  assert.deepEqual([...files.get("n")!], [...writeSafetensors(kept)]);
 });
 
 Deno.test("GradientFiles: embedView is the embedding gradient file's [V, C] view, kept without a copy", () => {

@@ -139,7 +139,8 @@ Deno.test("a devnet training step and greedy answer have the same roots and ids 
   const [reference, ...rest] = runs;
   assert.deepEqual(rest.map((r) => r.ready), [1, 2, 3, 1]);
   assert.match(String(rest[3]!.disabled), /^no read permission for /);
-  const strip = ({ ready: _r, disabled: _d, ...roots }: Record<string, unknown>) => roots;
+  assert.deepEqual(rest.map((r) => r.taskWorkers), [0, 1, 2, 0]); // the step's task workers: threads − 1
+  const strip = ({ ready: _r, disabled: _d, taskWorkers: _w, ...roots }: Record<string, unknown>) => roots;
   for (const r of rest) assert.deepEqual(strip(r), strip(reference!));
 });
 
