@@ -52,6 +52,7 @@ export interface MatmulExports {
   tile_rows: WebAssembly.Global;
   tile_cols: WebAssembly.Global;
   panel_group: WebAssembly.Global;
+  k_block: WebAssembly.Global;
   matmul(...args: number[]): void;
   matvec(...args: number[]): void;
   pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;

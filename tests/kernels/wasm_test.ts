@@ -2,11 +2,13 @@ import assert from "node:assert/strict";
 import { sha256Hex } from "../../core/digest.ts";
 import { matmul, type MatmulLayout, matmulReference } from "../../kernels/matmul.ts";
 import {
+  BROADCAST_A_MAX_BYTES,
   matmulWasmBytes,
   wasmMatmul,
   wasmMatmulAvailable,
   wasmMatmulFits,
   wasmMatmulMemoryBytes,
+  wasmMatmulThreadsReady,
 } from "../../kernels/wasm/matmul_wasm.ts";
 import {
   assembleWat,
@@ -203,6 +205,40 @@ Deno.test("matmul on a shape large enough for the fast path equals the reference
   }
 });
 
+Deno.test("matmul across k blocks, with A packed broadcast or compact, is the reference's bits on 1, 2 and 3 threads", async () => {
+  await wasmMatmulThreadsReady(3); // threads not ready yet run their share here: the same bits either way
+  const next = rng(91);
+  // K just below, at and above the 256-step block, two blocks and a short third; ragged M and N; and one A
+  // above BROADCAST_A_MAX_BYTES once packed broadcast (300 rows × 1000: the compact packing).
+  const shapes: [number, number, number][] = [
+    [4, 255, 97],
+    [2, 256, 13],
+    [65, 257, 200],
+    [3, 512, 24],
+    [7, 513, 130],
+    [64, 1537, 37],
+    [300, 1000, 13],
+  ];
+  assert.ok(16 * 300 * 1000 > BROADCAST_A_MAX_BYTES && 16 * 66 * 1537 <= BROADCAST_A_MAX_BYTES);
+  for (const [M, K, N] of shapes) {
+    const a = adversarial(next, M * K), b = adversarial(next, K * N);
+    for (const layout of LAYOUTS) {
+      const want = new Float32Array(M * N);
+      matmulReference(a, b, want, M, K, N, layout);
+      for (const threads of [1, 2, 3]) {
+        const got = new Float32Array(M * N).fill(-9);
+        wasmMatmul(a, b, got, M, K, N, layout, threads);
+        const i = firstBitDifference(got, want);
+        assert.equal(
+          i,
+          -1,
+          `${layout} ${M}x${K}x${N} ${threads} threads: ${describeDifference(got, want, i)}`,
+        );
+      }
+    }
+  }
+});
+
 /** A Node.js script that runs the committed matmul.wasm on seeded inputs and prints the SHA-256 of C's bytes. */
 const NODE_SCRIPT = `
 const fs = require("node:fs"), crypto = require("node:crypto");
@@ -221,13 +257,13 @@ const memory = new WebAssembly.Memory({ initial: 1, maximum: 65536, shared: true
 const ex = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasmPath)), { env: { memory } }).exports;
 const W = ex.tile_cols.value * ex.panel_group.value;
 const al = (n) => Math.ceil(n / 4) * 16;
-const oa = 0, ob = al(M * K), oc = ob + al(K * N), opa = oc + al(M * N), opb = opa + al((M + 3) * K), os = opb + al(W * K);
-memory.grow(Math.ceil((os + 256) / 65536));
+const oa = 0, ob = al(M * K), oc = ob + al(K * N), opa = oc + al(M * N), opb = opa + al(4 * (M + 3) * K), os = opb + al(W * K);
+memory.grow(Math.ceil((os + 144 * (2 + Math.ceil(M / 3))) / 65536));
 new Float32Array(memory.buffer, oa, M * K).set(a);
 new Float32Array(memory.buffer, ob, K * N).set(b);
 const cut = N > 96 ? 96 : 12; // two column ranges, as two threads would compute them
-ex.matmul(oa, ob, oc, opa, opb, os, M, K, N, aT, bT, cut, N);
-ex.matmul(oa, ob, oc, opa, opb, os, M, K, N, aT, bT, 0, cut);
+ex.matmul(oa, ob, oc, opa, opb, os, M, K, N, aT, bT, cut, N, 2); // flags: A packed broadcast
+ex.matmul(oa, ob, oc, opa, opb, os, M, K, N, aT, bT, 0, cut, 0); // A packed compact
 console.log(crypto.createHash("sha256").update(new Uint8Array(memory.buffer, oc, M * N * 4).slice()).digest("hex"));
 `;
 
