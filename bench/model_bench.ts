@@ -13,7 +13,10 @@
  * best of their runs. The CPU build of ggml that node-llama-cpp chose (its prebuilt binaries pick one per CPU at run
  * time) is printed: it is the main reason the peer's figures differ between machines.
  *
- * Generation is greedy with the kernels' KV cache (`decode` one token at a time after the prompt), as
+ * Prompt processing is the prompt's ids fed into a fresh KV cache in one `decode`, the head only for the last
+ * position, as `deno task generate` does (before December 2026 it was the training stage's forward, which also
+ * keeps every block's backward caches). Generation is greedy with the kernels' KV cache (`decode` one token at
+ * a time after the prompt), as
  * llama.cpp's is, on the float32 weights as `deno task generate` reads them (resident, prepacked). The first
  * rows are on one kernel thread, as before, so figures stay comparable across
  * changes; then the same on two threads (`NEURO_THREADS` never changes a bit), greedy generation with
@@ -27,7 +30,6 @@
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
 import { tokenizerFromGguf } from "../kernels/gguf_tokenizer.ts";
-import { headLogits } from "../kernels/head.ts";
 import { decode, KvCache } from "../kernels/generation.ts";
 import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
@@ -35,10 +37,9 @@ import { setKernelThreads } from "../kernels/threads.ts";
 import { makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { manifestOf } from "../kernels/manifest.ts";
-import { componentNames, componentParameters, type Model } from "../kernels/model.ts";
+import { componentParameters, type Model } from "../kernels/model.ts";
 import { place } from "../kernels/placement.ts";
 import { rotaryTables } from "../kernels/rotary.ts";
-import { stageForward } from "../kernels/stage.ts";
 import { trainStep } from "../kernels/step.ts";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { startLlamaPeer } from "../tests/model/oracle/llama_peer.ts";
@@ -77,19 +78,15 @@ function peakRssMb(): number {
   }
 }
 
-/** The last position's logits after a forward over `ids` (what generating one token costs without a cache). */
+/**
+ * The next token's logits after the prompt `ids`, as `deno task generate` computes them: the ids fed into a
+ * fresh KV cache in one `decode` (every position through every block, keys and values kept), the head only
+ * for the last position (what llama.cpp's prompt processing also does).
+ */
 function nextLogits(m: Model, ids: readonly number[]): Float32Array {
-  const c = m.config, n = ids.length, C = c.hidden_size;
-  const tables = rotaryTables(n, C / c.num_attention_heads, c.rope_theta);
-  const shape = { config: c, B: 1, T: n, ids: Int32Array.from(ids), tables };
-  const { output } = stageForward(shape, componentNames(c), m.components, null);
-  return headLogits(
-    output.subarray((n - 1) * C),
-    m.components.norm!,
-    m.components.embed!,
-    c,
-    1,
-  );
+  const c = m.config;
+  const tables = rotaryTables(ids.length, c.hidden_size / c.num_attention_heads, c.rope_theta);
+  return decode(m, new KvCache(c), ids, tables, true);
 }
 
 const present = await Deno.stat(PATH).then(() => true, () => false);
