@@ -71,8 +71,10 @@ export function generateDrafted(
       `Cannot run model: ${prompt.length + maxNew - 1} positions, expected 1..${P}`,
     );
   }
-  const tables = rotaryTables(P, headDim(c), c.rope_theta);
-  const cache = new KvCache(c);
+  // The positions a pass can reach (a pass feeds at most up to the last new token); the values of a position
+  // do not depend on how many the tables hold, and 8192 positions take 25-130 ms to build.
+  const tables = rotaryTables(Math.min(P, prompt.length + maxNew), headDim(c), c.rope_theta);
+  const cache = new KvCache(c, prompt.length + maxNew); // grows past it only if a draft runs ahead
   const tokens: number[] = [], logits: Float32Array[] = [];
   let drafted = 0, accepted = 0, rounds = 0;
   const emit = (id: number, row: Float32Array): boolean => {

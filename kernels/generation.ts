@@ -54,21 +54,44 @@ function checkLength(c: ModelConfig, T: number): void {
   }
 }
 
-/** The cached keys and values of every block: each [max positions, KV]. */
+/**
+ * The cached keys and values of every block: each [capacity, KV], the first `length` rows in use. The
+ * capacity grows on demand (`reserve`, doubling, at most `max_position_embeddings`), copying the rows in use,
+ * so a short generation does not allocate and zero the model's whole context (for SmolLM2, 8192 positions:
+ * 377 MB, which took 24 to 440 ms per cache, with the garbage collector, before the prompt's first matmul).
+ * Rows past `length` may hold stale values (draft-and-verify cuts `length` back); they are overwritten
+ * before they are read.
+ */
 export class KvCache {
   readonly k: Float32Array[];
   readonly v: Float32Array[];
   length = 0;
-  constructor(readonly config: ModelConfig) {
-    const KV = config.num_key_value_heads * headDim(config);
-    this.k = Array.from(
-      { length: config.num_hidden_layers },
-      () => new Float32Array(config.max_position_embeddings * KV),
-    );
-    this.v = Array.from(
-      { length: config.num_hidden_layers },
-      () => new Float32Array(config.max_position_embeddings * KV),
-    );
+  #capacity: number;
+  constructor(readonly config: ModelConfig, positions = 64) {
+    this.#capacity = Math.max(1, Math.min(config.max_position_embeddings, positions));
+    const rows = this.#capacity * config.num_key_value_heads * headDim(config);
+    this.k = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(rows));
+    this.v = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(rows));
+  }
+
+  /** Positions the arrays hold now. */
+  get capacity(): number {
+    return this.#capacity;
+  }
+
+  /** Makes room for `positions` positions (at least doubling, at most the model's context). */
+  reserve(positions: number): void {
+    if (positions <= this.#capacity) return;
+    const c = this.config;
+    this.#capacity = Math.min(c.max_position_embeddings, Math.max(positions, 2 * this.#capacity));
+    const KV = c.num_key_value_heads * headDim(c), keep = this.length * KV;
+    for (const arrays of [this.k, this.v]) {
+      for (let b = 0; b < arrays.length; b++) {
+        const grown = new Float32Array(this.#capacity * KV);
+        grown.set(arrays[b]!.subarray(0, keep));
+        arrays[b] = grown;
+      }
+    }
   }
 }
 
@@ -135,6 +158,7 @@ export function decode(
 ): Float32Array {
   const c = model.config, Tn = ids.length;
   checkLength(c, cache.length + Tn);
+  cache.reserve(cache.length + Tn);
   let x = embeddingForward(
     model.components.embed![EMBED_TENSOR]!.data,
     Int32Array.from(ids),
@@ -165,8 +189,11 @@ export interface Generation {
 export function generate(model: Model, prompt: readonly number[], maxNew: number, eos?: number): Generation {
   const c = model.config, V = c.vocab_size;
   checkLength(c, prompt.length + maxNew - 1);
-  const tables = rotaryTables(c.max_position_embeddings, headDim(c), c.rope_theta);
-  const cache = new KvCache(c);
+  // Only the positions this generation can reach: a position's values do not depend on how many the tables
+  // hold, and the model's whole context (8192 positions for SmolLM2) takes 25-130 ms to build.
+  const positions = Math.min(c.max_position_embeddings, prompt.length + maxNew);
+  const tables = rotaryTables(positions, headDim(c), c.rope_theta);
+  const cache = new KvCache(c, positions); // every position this generation can need
   const tokens: number[] = [], logits: Float32Array[] = [];
   let out = decode(model, cache, prompt, tables, true); // the prompt's last position chooses the first id
   for (let s = 0; s < maxNew; s++) {

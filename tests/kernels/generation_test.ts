@@ -66,3 +66,33 @@ Deno.test("generation stops at the end-of-sequence id and refuses rows longer th
   assert.equal(errorCode(() => generate(model, new Array(16).fill(1), 2)), "invalid_tensor");
   assert.equal(errorCode(() => generate(model, [1, 99], 2)), "invalid_tensor");
 });
+
+Deno.test("a KV cache grows on demand, keeps its rows, and decoding across a growth gives the whole row's bits", () => {
+  const model = initModel(TINY, 8);
+  const P = TINY.max_position_embeddings;
+  const ids = Array.from({ length: 11 }, (_, i) => (i * 7 + 3) % TINY.vocab_size);
+  const full = forwardLogits(model, ids);
+  const tables = rotaryTables(ids.length, headDim(TINY), TINY.rope_theta); // only the positions used
+  const V = TINY.vocab_size;
+  const cache = new KvCache(TINY, 2);
+  assert.equal(cache.capacity, 2);
+  // chunks of 1, 3, 2 and 5 positions: growths to 4 (doubling), 4, 8, then 11 (more than double needed)
+  let at = 0;
+  for (const [n, capacity] of [[1, 2], [3, 4], [2, 8], [5, 16]] as const) {
+    const keysBefore = bits(cache.k[0]!.subarray(0, at * TINY.num_key_value_heads * headDim(TINY)));
+    const out = decode(model, cache, ids.slice(at, at + n), tables);
+    assert.equal(cache.capacity, Math.min(P, capacity), `after ${at + n}`);
+    assert.deepEqual(
+      bits(cache.k[0]!.subarray(0, at * TINY.num_key_value_heads * headDim(TINY))),
+      keysBefore,
+    ); // rows kept
+    assert.deepEqual(bits(out), bits(full.slice(at * V, (at + n) * V)), `positions ${at}..${at + n}`);
+    at += n;
+  }
+  assert.equal(cache.length, ids.length);
+  cache.reserve(10 * P); // never past the model's context
+  assert.equal(cache.capacity, P);
+  assert.equal(cache.k[0]!.length, P * TINY.num_key_value_heads * headDim(TINY));
+  assert.equal(new KvCache(TINY, 10 * P).capacity, P);
+  assert.equal(new KvCache(TINY, 0).capacity, 1);
+});
