@@ -1,7 +1,8 @@
 /**
  * A small, bounded pool of workers that run the kernel modules on one shared WebAssembly memory, so a call
  * can be split by output columns across cores (`matmul_wasm.ts` decides the split; this file only runs it).
- * A job is `[kernel index, ...i32 arguments]`, the index into the `kernels` the pool was made with.
+ * A job is `[kernel index, ...i32 arguments]`, the index into the `kernels` the pool was made with; each job
+ * must be self-contained (its own scratch buffers), since any thread may take any job.
  *
  * The pool never changes a bit: every job computes whole output elements with the module's one k loop, and
  * which thread computes which columns does not enter any sum. It is lazy (no worker exists before the first
@@ -16,12 +17,18 @@
 
 import {
   CLOSED,
+  controlWords,
   DONE,
   FAILED,
   IDLE,
-  SLOT_WORDS,
+  JOB_WORDS,
+  jobBase,
+  MAX_JOBS,
+  NEXT,
   slotBase,
   STARTING,
+  STATUS,
+  takeJobs,
   WORK,
   type WorkerStart,
 } from "./pool_protocol.ts";
@@ -41,6 +48,7 @@ export class KernelPool {
   readonly #started: boolean[];
   readonly #spawnedAt: number[];
   #disabled: string | null = null;
+  #call = 0;
 
   /** `size` is the most workers the pool will ever run (the calling thread is not counted). */
   constructor(
@@ -48,7 +56,7 @@ export class KernelPool {
     readonly memory: WebAssembly.Memory,
     readonly size: number,
   ) {
-    this.#ctl = new Int32Array(new SharedArrayBuffer(4 * (1 + size * SLOT_WORDS)));
+    this.#ctl = new Int32Array(new SharedArrayBuffer(4 * controlWords(size)));
     for (let s = 0; s < size; s++) this.#ctl[slotBase(s)] = CLOSED;
     this.#started = new Array(size).fill(false);
     this.#spawnedAt = new Array(size).fill(-Infinity);
@@ -93,51 +101,53 @@ export class KernelPool {
   }
 
   /**
-   * Runs `jobs[0]` with `local` on this thread and each other job on an idle worker (or here, after its own,
-   * when none is idle); returns when every job is done. Throws what `local` throws; a job whose worker
-   * failed is run again here, so its error surfaces on this thread.
+   * Runs every job, on this thread (with `local`) and the idle workers alike: the call is published and each
+   * thread takes the next job not yet taken (so a worker that wakes late takes fewer, and none waits for
+   * it); returns when every job is done. More jobs than threads balance threads of unequal speed. Throws
+   * what `local` throws (after every job is done); a job that threw on a worker is run again here, so its
+   * error surfaces on this thread.
    */
   run(jobs: readonly (readonly number[])[], local: (args: readonly number[]) => void): void {
-    const ctl = this.#ctl;
-    const here: (readonly number[])[] = [jobs[0]!];
-    const given: [slot: number, job: number][] = [];
+    const ctl = this.#ctl, n = jobs.length;
+    if (n > MAX_JOBS) {
+      for (const job of jobs) local(job);
+      return;
+    }
+    for (let j = 0; j < n; j++) {
+      const row = jobBase(this.size, j);
+      ctl.fill(0, row, row + JOB_WORDS);
+      ctl.set(jobs[j]!, row); // read by a worker only after it takes the job from NEXT
+    }
+    ctl.fill(0, STATUS, STATUS + n);
     const start = Atomics.load(ctl, DONE);
-    // Only the first jobs.length − 1 slots: a call on n threads never starts a worker beyond the n − 1 it
-    // uses, even while one of those is still starting (its job then runs here).
-    const slots = Math.min(this.size, jobs.length - 1);
-    let slot = 0;
-    for (let j = 1; j < jobs.length; j++) {
-      let placed = false;
-      for (; slot < slots && !placed; slot++) {
-        const s = slotBase(slot);
-        const state = Atomics.load(ctl, s);
-        if (state === CLOSED) this.#spawn(slot);
-        if (state !== IDLE) continue;
-        ctl.fill(0, s + 1, s + SLOT_WORDS);
-        ctl.set(jobs[j]!, s + 1); // the worker reads its arguments only after it sees WORK
-        if (Atomics.compareExchange(ctl, s, IDLE, WORK) === IDLE) {
-          Atomics.notify(ctl, s);
-          given.push([slot, j]);
-          placed = true;
-        }
-      }
-      if (!placed) here.push(jobs[j]!);
+    this.#call = (this.#call + 1) & 0xffff;
+    Atomics.store(ctl, NEXT, (this.#call << 16) | (n << 8));
+    // Only the first n − 1 slots: a call of n jobs never starts a worker beyond the n − 1 it can use, even
+    // while one of those is still starting (its jobs then run here).
+    for (let slot = 0; slot < Math.min(this.size, n - 1); slot++) {
+      const s = slotBase(slot);
+      const state = Atomics.load(ctl, s);
+      if (state === CLOSED) this.#spawn(slot);
+      else if (state === IDLE && Atomics.compareExchange(ctl, s, IDLE, WORK) === IDLE) Atomics.notify(ctl, s);
     }
     let error: unknown = null;
-    try {
-      for (const job of here) local(job);
-    } catch (e) {
-      error = e;
-    }
+    takeJobs(ctl, (j) => {
+      try {
+        local(jobs[j]!);
+      } catch (e) {
+        error ??= e;
+      }
+      return true;
+    });
     let spins = 0;
     for (;;) {
       const done = Atomics.load(ctl, DONE);
-      if (((done - start) | 0) >= given.length) break;
+      if (((done - start) | 0) >= n) break;
       if (++spins > SPINS) Atomics.wait(ctl, DONE, done, 20);
     }
     if (error !== null) throw error;
-    for (const [s, j] of given) {
-      if (Atomics.load(ctl, slotBase(s)) !== FAILED) continue;
+    for (let j = 0; j < n; j++) {
+      if (Atomics.load(ctl, STATUS + j) === 0) continue;
       this.#disabled = "a worker's job failed";
       local(jobs[j]!); // the same arguments here: the same result or the same error, on this thread
     }
@@ -174,6 +184,7 @@ export class KernelPool {
       memory: this.memory,
       control: this.#ctl.buffer as SharedArrayBuffer,
       slot,
+      size: this.size,
     };
     worker.postMessage(start);
   }
