@@ -35,8 +35,12 @@ export const POSTED = 2;
 /** A worker's state word: it closed itself after `TASK_IDLE_MS` idle (a new one takes its place). */
 export const CLOSED = 3;
 
-/** How long an idle task worker waits for a run before it exits. */
-export const TASK_IDLE_MS = 2000;
+/**
+ * How long an idle task worker waits for a run before it exits: longer than a step spends in its kernels
+ * between two runs of tasks (starting a worker blocks the calling thread for 0.05-0.15 s), short enough that
+ * a finished process exits soon.
+ */
+export const TASK_IDLE_MS = 5000;
 
 /** One run, as posted to every worker. */
 export interface TaskRun {
