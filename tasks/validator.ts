@@ -62,10 +62,15 @@ persisting block H (writing DIR/paused-before-commit) so a crash test can kill i
 only by a process started with permission to read them (--allow-env=NAME or -A, as tests do); this task
 does not grant it.`;
 
-/** Crash-test hook: marks the block as being applied, then blocks this process until it is killed. */
+/**
+ * Crash-test hook: marks the block as being applied, then blocks this process until it is killed. A test that
+ * never kills it (one that failed) does not leave it running: after 10 minutes it exits with status 70,
+ * never going on to persist the block, so an over-long pause cannot look like a node that never paused.
+ */
 function pauseForever(home: string, height: number): void {
   Deno.writeTextFileSync(`${home}/paused-before-commit`, `${height}\n`);
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 120_000);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600_000);
+  Deno.exit(70);
 }
 
 async function main(): Promise<void> {

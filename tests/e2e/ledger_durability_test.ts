@@ -11,8 +11,13 @@ import {
   until,
 } from "./_ledger_procs.ts";
 
-/** Far enough ahead that the transfers and the block reads finish before the node pauses (and stops answering). */
+/**
+ * Far enough ahead that the transfers and the block reads finish before the node pauses (and stops answering):
+ * 30 blocks of 250 ms. At 50 ms a block, a loaded machine reached the pause before the reads were done; the
+ * reads then waited out the pause and the node committed past it before the kill.
+ */
 const PAUSE = 30;
+const PAUSED_INTERVAL_MS = 250;
 
 Deno.test("a validator killed with SIGKILL while applying a block restarts at the last committed height with the same app hash and loses no committed transaction", async () => {
   const dir = await Deno.makeTempDir();
@@ -20,7 +25,7 @@ Deno.test("a validator killed with SIGKILL while applying a block restarts at th
   try {
     const path = await prepare(dir, testGenesis(), consSeeds.slice(0, 1));
     const first = await startProc(`${dir}/v0`, path, {
-      intervalMs: 50,
+      intervalMs: PAUSED_INTERVAL_MS,
       env: { NEURO_TEST_PAUSE_BEFORE_COMMIT: String(PAUSE) },
     });
     procs.push(first);
