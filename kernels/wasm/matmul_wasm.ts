@@ -51,12 +51,16 @@ export function wasmMatmulAvailable(): boolean {
 
 /**
  * Resolves once the workers for `threads` kernel threads are started (the pool starts them lazily and runs a
- * share on the calling thread meanwhile, which gives the same bits); returns how many threads are ready.
+ * share on the calling thread meanwhile, which gives the same bits), or after `timeoutMs`; returns how many
+ * threads are ready.
  */
-export async function wasmMatmulThreadsReady(threads = kernelThreads()): Promise<number> {
+export async function wasmMatmulThreadsReady(
+  threads = kernelThreads(),
+  timeoutMs = 10_000,
+): Promise<number> {
   const km = kernelMemory();
   if (km === null) return 1;
-  return 1 + await km.pool.whenReady(threads - 1);
+  return 1 + await km.pool.whenReady(threads - 1, timeoutMs);
 }
 
 /**

@@ -20,6 +20,9 @@ import { wasmMatmulThreadsDisabled, wasmMatmulThreadsReady } from "../../kernels
 import { SOFTMAX_THREAD_MIN_WORK, unitSplit } from "../../kernels/wasm/softmax_wasm.ts";
 import { adversarial, firstBitDifference, rng, uniform } from "./_matmul_util.ts";
 
+/** How long the workers may take to start: seconds when the whole suite runs on two loaded cores. */
+const STARTUP_MS = 120_000;
+
 const SEED = Number(Deno.env.get("NEURO_SEED") ?? 1717);
 
 /** What a call gave: its outputs' bits, or its error's code and message. */
@@ -55,7 +58,7 @@ function assertSame(
 }
 
 async function withThreads(run: (threads: number) => void): Promise<void> {
-  assert.equal(await wasmMatmulThreadsReady(3), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
+  assert.equal(await wasmMatmulThreadsReady(3, STARTUP_MS), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
   const before = kernelThreads();
   try {
     for (const threads of [1, 2, 3]) {

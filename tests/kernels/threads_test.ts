@@ -18,6 +18,9 @@ import {
   uniform,
 } from "./_matmul_util.ts";
 
+/** How long the workers may take to start: seconds when the whole suite runs on two loaded cores. */
+const STARTUP_MS = 120_000;
+
 const PROBE = new URL("./_threads_probe.ts", import.meta.url).pathname;
 
 function codeOf(f: () => unknown): string {
@@ -84,7 +87,7 @@ function checkThreads(label: string, a: Float32Array, b: Float32Array, M: number
 }
 
 Deno.test("matmul on 1, 2 and 3 threads is bit-identical to the reference on random and adversarial shapes", async () => {
-  assert.equal(await wasmMatmulThreadsReady(3), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
+  assert.equal(await wasmMatmulThreadsReady(3, STARTUP_MS), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
   const next = rng(71);
   // Shapes above THREAD_MIN_WORK: ragged M (not a multiple of the 3-row tile), N with partial 12-column panels
   // and partial 96-column groups, N too small for one group per thread, and a wide N split in whole groups.
