@@ -26,6 +26,8 @@ import { componentNames, type Model } from "../kernels/model.ts";
 import { place } from "../kernels/placement.ts";
 import { scoreRecord } from "../kernels/score_record.ts";
 import { trainStep } from "../kernels/step.ts";
+import { generate } from "../kernels/generation.ts";
+import { encodePrompt } from "../text/conversation.ts";
 import { TextCodec } from "../text/codec.ts";
 import { buildCodec } from "../text/codec_manifest.ts";
 import type { WindowOptions } from "../text/windows.ts";
@@ -38,7 +40,7 @@ import {
   microQ,
   RETENTION_MARGIN,
 } from "../workflows/gate.ts";
-import { devnetRows, GENERATOR_VERSION } from "../genesis/devnet/generator.ts";
+import { DEVNET_SOURCE, devnetRow, devnetRows, GENERATOR_VERSION } from "../genesis/devnet/generator.ts";
 import { DEVNET_TOKENIZER_ROWS } from "../genesis/devnet/codec.ts";
 import {
   SMOLLM2_CAPACITY,
@@ -57,20 +59,30 @@ export interface GroupCheck extends GateResult {
   readonly candidate: number[];
 }
 
-/** The first `count` usable documents' windows of a generator seed (evaluation documents must be complete). */
+/** A window's response targets (labels other than −100). */
+export function windowTargets(batch: Batch): number {
+  return batch.labels.flat().filter((l) => l !== -100).length;
+}
+
+/**
+ * The first `count` usable documents' windows of a generator seed (evaluation documents must be complete;
+ * with `minTargets`, documents whose first window has fewer targets are skipped, as the Curator does).
+ */
 function documents(
   codec: TextCodec,
   seed: string,
   first: number,
   count: number,
   evaluation: boolean,
+  minTargets = 0,
 ): Batch[][] {
   const out: Batch[][] = [];
   for (let row = first; out.length < count; row += 64) {
     for (const messages of devnetRows({ generator: GENERATOR_VERSION, seed }, row, 64)) {
       if (out.length >= count) break;
       try {
-        out.push(documentBatches(codec, messages, SMOLLM2_CURATOR_WINDOWS, evaluation).batches);
+        const { batches } = documentBatches(codec, messages, SMOLLM2_CURATOR_WINDOWS, evaluation);
+        if (windowTargets(batches[0]!) >= minTargets) out.push(batches);
       } catch { /* an incomplete evaluation document: the curator skips it too */ }
     }
   }
@@ -100,8 +112,28 @@ function gate(base: number[], cand: number[], margin: bigint): GroupCheck {
   return { ...r, n: base.length, baseline: base, candidate: cand };
 }
 
+/** A recipe to check: the training windows' minimum targets and the learning rate. */
+export interface GateRecipe {
+  /** Skip training documents whose window has fewer response targets (default 0: the first two). */
+  readonly minTargets?: number;
+  /** The SGD learning rate (default the genesis `SMOLLM2_LEARNING_RATE`). */
+  readonly learningRate?: number;
+  /** The train source's rows (generator seed `devnet-0`) whose first windows the two steps train on. */
+  readonly trainRows?: readonly number[];
+  /** Also answer `ANSWER_PROMPT` greedily with the trained, grown candidate (default false). */
+  readonly answer?: boolean;
+}
+
+/** The question the final model must still answer with Paris. */
+export const ANSWER_PROMPT = "What is the capital of France?";
+
 /** Trains as the scenario does and gates the first `n` documents of each role for each n of `sizes`. */
-export async function smollm2GateCheck(gguf: string, sizes: readonly number[], skip = 0) {
+export async function smollm2GateCheck(
+  gguf: string,
+  sizes: readonly number[],
+  skip = 0,
+  recipe: GateRecipe = {},
+) {
   const parsed = readGguf(await Deno.readFile(gguf));
   const t = tokenizerFromGguf(parsed);
   const built = buildCodec(t.tokenizer, t.chatTemplate, t.special);
@@ -110,7 +142,11 @@ export async function smollm2GateCheck(gguf: string, sizes: readonly number[], s
   const most = Math.max(...sizes) + skip;
   const retention = documents(codec, "devnet-retention", 0, most, true);
   const fresh = documents(codec, "devnet-fresh", 0, most, true);
-  const train = documents(codec, "devnet-0", DEVNET_TOKENIZER_ROWS, 2, false).map((d) => d[0]!);
+  const train = recipe.trainRows
+    ? recipe.trainRows.map((row) =>
+      documentBatches(codec, devnetRow(DEVNET_SOURCE, row), SMOLLM2_CURATOR_WINDOWS, false).batches[0]!
+    )
+    : documents(codec, "devnet-0", DEVNET_TOKENIZER_ROWS, 2, false, recipe.minTargets ?? 0).map((d) => d[0]!);
   const baseRet = documentLosses(genesis, retention), baseFresh = documentLosses(genesis, fresh);
   const losses: number[] = [];
   let model = genesis;
@@ -127,7 +163,7 @@ export async function smollm2GateCheck(gguf: string, sizes: readonly number[], s
       manifest: manifestOf(model, built.root),
       batch,
       partitions,
-      learningRate: SMOLLM2_LEARNING_RATE,
+      learningRate: recipe.learningRate ?? SMOLLM2_LEARNING_RATE,
       clip: SMOLLM2_CLIP,
       step: i,
     });
@@ -135,7 +171,17 @@ export async function smollm2GateCheck(gguf: string, sizes: readonly number[], s
     model = out.candidate;
   }
   const candRet = documentLosses(model, retention), candFresh = documentLosses(model, fresh);
+  let answer: string | null = null;
+  if (recipe.answer) {
+    const prompt = encodePrompt(codec, [{ role: "user", content: ANSWER_PROMPT }]);
+    const eos = codec.manifest.special_ids.eos;
+    const ids = generate(model, prompt, 24, eos).tokens.filter((t) => t !== eos);
+    answer = codec.decode(ids);
+  }
   return {
+    train_targets: train.map(windowTargets),
+    learning_rate: recipe.learningRate ?? SMOLLM2_LEARNING_RATE,
+    answer,
     step_losses: losses,
     groups: sizes.map((n) => ({
       n,
@@ -145,11 +191,14 @@ export async function smollm2GateCheck(gguf: string, sizes: readonly number[], s
   };
 }
 
-const USAGE = `usage: deno run -A devnet/smollm2_gate_check.ts GGUF [N ...] [--skip K]
+const USAGE = `usage: deno run -A devnet/smollm2_gate_check.ts GGUF [N ...] [--skip K] [--min-targets T]
+       [--rate-log2 R] [--train-rows A,B] [--answer]
 
 Trains SmolLM2 as the SmolLM2 devnet's scenario does and prints, as one JSON object, the step losses and the
 gate (S, Q, G, pass, per-document losses) of the retention and fresh groups of N documents (default 2 4 8),
-after skipping the first K usable documents of each source (default 0).`;
+after skipping the first K usable documents of each source (default 0). The two training windows are the first
+two train documents whose window has at least T response targets (default 0), at the learning rate 2^-R
+(default 6, the genesis rate), or the first windows of train rows A and B (seed devnet-0); --answer adds the trained, grown model's greedy answer to "${ANSWER_PROMPT}".`;
 
 if (import.meta.main) {
   const args = [...Deno.args];
@@ -157,16 +206,31 @@ if (import.meta.main) {
     console.log(USAGE);
     Deno.exit(0);
   }
-  const at = args.indexOf("--skip");
-  const skip = at < 0 ? 0 : Number(args.splice(at, 2)[1]);
+  const flag = (name: string, fallback: number) => {
+    const at = args.indexOf(name);
+    return at < 0 ? fallback : Number(args.splice(at, 2)[1]);
+  };
+  const skip = flag("--skip", 0), minTargets = flag("--min-targets", 0), rateLog2 = flag("--rate-log2", 6);
+  const rowsAt = args.indexOf("--train-rows");
+  const trainRows = rowsAt < 0 ? undefined : args.splice(rowsAt, 2)[1]!.split(",").map(Number);
+  const answer = args.includes("--answer");
+  if (answer) args.splice(args.indexOf("--answer"), 1);
   const sizes = args.slice(1).map(Number);
   if (
-    args.length < 1 || !Number.isSafeInteger(skip) || skip < 0 ||
+    args.length < 1 || !Number.isSafeInteger(skip) || skip < 0 || !Number.isSafeInteger(minTargets) ||
+    !Number.isSafeInteger(rateLog2) || rateLog2 < 0 ||
+    (trainRows !== undefined &&
+      (trainRows.length !== 2 || trainRows.some((r) => !Number.isSafeInteger(r)))) ||
     sizes.some((n) => !Number.isSafeInteger(n) || n < 2)
   ) {
     console.error(USAGE);
     Deno.exit(2);
   }
-  const r = await smollm2GateCheck(args[0]!, sizes.length ? sizes : [2, 4, 8], skip);
+  const r = await smollm2GateCheck(args[0]!, sizes.length ? sizes : [2, 4, 8], skip, {
+    minTargets,
+    ...(trainRows ? { trainRows } : {}),
+    learningRate: 2 ** -rateLog2,
+    answer,
+  });
   console.log(JSON.stringify(r));
 }
