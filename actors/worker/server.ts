@@ -28,12 +28,21 @@ import { MAX_OBJECT_BYTES } from "../../core/limits.ts";
 import { type Home, openHome } from "../common/home.ts";
 import { DurableActor } from "../runtime/durable.ts";
 import { serve } from "../runtime/transport.ts";
-import type { ServerLimits } from "../../core/bounded_server.ts";
+import { SERVER_LIMITS, type ServerLimits } from "../../core/bounded_server.ts";
 import { REQUIRES, workerActor } from "./actor.ts";
 import { recorded } from "./journaled.ts";
 import { flipFirstFloat, type Forge, forwardTarget } from "./forge.ts";
 import { operationOf, type Position, POSITIONS } from "./session.ts";
 import { StageCache } from "./stage_cache.ts";
+
+/**
+ * The worker's bound on the request bodies it reads at once: one maximal object (`MAX_OBJECT_BYTES`, what
+ * `/object/put` accepts, so an Evaluator can send a worker a whole component such as SmolLM2's 113 MB
+ * embedding) beside the server's default bound for everything else. Bodies stay bounded in bytes (320 MiB in
+ * all), in count (the connection cap) and in time (the body deadline); a body that would pass the bound is
+ * refused before it is read (503 `unavailable`) and nothing is stored.
+ */
+export const WORKER_BODY_BYTES_IN_FLIGHT = MAX_OBJECT_BYTES + SERVER_LIMITS.maxBodyBytesInFlight;
 
 /** How a worker is started. */
 export interface WorkerOptions {
@@ -79,7 +88,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const server = serve({
     token: home.token,
     ...(options.port !== undefined ? { port: options.port } : {}),
-    ...(options.limits ? { limits: options.limits } : {}),
+    limits: { maxBodyBytesInFlight: WORKER_BODY_BYTES_IN_FLIGHT, ...options.limits },
     routes: {
       "/operation": {
         method: "POST",
