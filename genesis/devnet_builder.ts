@@ -242,18 +242,20 @@ export async function ensureDevnet(
 /**
  * Gives every operator its own copy of the raw source files (PROTOCOL §6): `staging/sources/`, the Curator's
  * `curator/sources/` (to collect) and each validator's `sources/` with a `review-policy.json` for `deno task
- * validator --review-policy` (to review and vote), all with the Curator's window settings `windows`.
+ * validator --review-policy` (to review and vote), all with the Curator's window settings `windows` and its
+ * screening rule `minTargets` (the least response targets of every window of a collected row; 0: none).
  */
 export async function writeOperatorSources(
   staging: string,
   validatorHomes: readonly string[],
   sources: readonly SourceFile[],
   windows?: WindowOptions,
+  minTargets = 0,
 ): Promise<void> {
-  await writeDevnetSources(`${staging}/sources`, sources, windows);
-  await writeDevnetSources(`${staging}/curator/sources`, sources, windows);
+  await writeDevnetSources(`${staging}/sources`, sources, windows, minTargets);
+  await writeDevnetSources(`${staging}/curator/sources`, sources, windows, minTargets);
   for (const home of validatorHomes) {
-    await writeDevnetSources(`${home}/sources`, sources, windows);
+    await writeDevnetSources(`${home}/sources`, sources, windows, minTargets);
     await Deno.writeTextFile(
       `${home}/review-policy.json`,
       JSON.stringify({ sources: "sources/sources.json", poll_ms: 1000 }) + "\n",

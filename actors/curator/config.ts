@@ -5,11 +5,14 @@
  * ```json
  * {"sources": [{"file": "chat.jsonl", "spec": {"name": "…", "revision": "…", "split": "train",
  *   "license": "…", "role": "train", "format": "jsonl", "sha256": "…"}}],
- *  "windows": {"context": 64, "response": 64, "max_windows": 4}}
+ *  "windows": {"context": 64, "response": 64, "max_windows": 4}, "min_targets": 10}
  * ```
  *
  * `windows` is optional (the profile's defaults). A reviewer's file must use the same window settings as the
- * curator whose proposals it reviews: the batches are rebuilt with them.
+ * curator whose proposals it reviews: the batches are rebuilt with them. `min_targets` (optional, 0 to 256,
+ * default 0) is the Curator's own screening rule: a row any of whose windows has fewer response targets is
+ * not collected (a step on a window of a few targets is mostly noise); reviewers need not share it, since a
+ * cohort may leave rows of its windows untaken.
  *
  * @example
  * ```ts
@@ -37,7 +40,12 @@ export interface SourcesConfig {
   /** In the file's order; names are unique. */
   readonly sources: readonly CuratorSource[];
   readonly windows: WindowOptions;
+  /** The least response targets every window of a collected row has (0: no rule). */
+  readonly minTargets: number;
 }
+
+/** The largest `min_targets` (a window holds at most 256 tokens). */
+export const MAX_MIN_TARGETS = 256;
 
 /** The largest number of sources in one file (a cohort has at most 8 windows). */
 export const MAX_SOURCES = 8;
@@ -50,9 +58,19 @@ function fail(path: string, message: string): never {
 export function parseSourcesConfig(value: unknown, path: string): SourcesConfig {
   if (
     !isObject(value) || !Array.isArray(value.sources) ||
-    Object.keys(value).some((k) => k !== "sources" && k !== "windows")
+    Object.keys(value).some((k) => k !== "sources" && k !== "windows" && k !== "min_targets")
   ) {
-    fail(path, "expected {sources: [...], windows?: {...}}");
+    fail(path, "expected {sources: [...], windows?: {...}, min_targets?: N}");
+  }
+  const minTargets = value.min_targets ?? 0;
+  if (
+    !Number.isSafeInteger(minTargets) || (minTargets as number) < 0 ||
+    (minTargets as number) > MAX_MIN_TARGETS
+  ) {
+    fail(
+      path,
+      `min_targets is ${JSON.stringify(minTargets)}, expected an integer from 0 to ${MAX_MIN_TARGETS}`,
+    );
   }
   const list = value.sources;
   if (list.length < 1 || list.length > MAX_SOURCES) {
@@ -85,7 +103,7 @@ export function parseSourcesConfig(value: unknown, path: string): SourcesConfig 
     };
     checkWindowOptions(windows);
   }
-  return { path, sources, windows };
+  return { path, sources, windows, minTargets: minTargets as number };
 }
 
 /** Reads and checks the sources file at `path`. */
@@ -112,9 +130,11 @@ export async function loadSourcesFile(path: string): Promise<SourcesConfig> {
 export function sourcesFileValue(
   sources: readonly { file: string; spec: SourceSpec }[],
   windows: WindowOptions = DEFAULT_WINDOWS,
+  minTargets = 0,
 ): JsonObject {
   return {
     sources: sources.map((s) => ({ file: s.file, spec: { ...s.spec } })),
     windows: { context: windows.context, response: windows.response, max_windows: windows.maxWindows },
+    ...(minTargets > 0 ? { min_targets: minTargets } : {}),
   };
 }

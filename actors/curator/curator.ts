@@ -277,7 +277,7 @@ export class Curator {
     const codec = await this.codec(facts.tokenizer_root);
     const ids = rows.map((m) => rowDocument(m).id);
     const consumed = await ctx.step("consumed", () => this.setup.chain.consumedAmong(ids, []));
-    const usable = usableRow(codec, this.setup.config.windows);
+    const usable = usableRow(codec, this.setup.config.windows, this.setup.config.minTargets);
     const { tranche, objects } = screenTranche({
       source: input.source,
       start: input.start,

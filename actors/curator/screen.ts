@@ -17,22 +17,27 @@ import type { ChatMessage } from "../../text/template_render.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import type { TextCodec } from "../../text/codec.ts";
 import { reservedStrings, validateConversation } from "../../text/conversation.ts";
-import { buildWindows, type WindowOptions } from "../../text/windows.ts";
+import { buildWindows, IGNORE, type WindowOptions } from "../../text/windows.ts";
 import type { Collected, Corpus, Dropped, Tranche } from "./corpus.ts";
 
 /**
  * The curator's usability rule for a row: null when it is a valid conversation that can be cut into windows
- * with `codec` and `windows`, else the error code that refuses it.
+ * with `codec` and `windows`, each with at least `minTargets` response targets, else the error code that
+ * refuses it (`invalid_batch` for a window with fewer targets).
  */
 export function usableRow(
   codec: TextCodec,
   windows: WindowOptions,
+  minTargets = 0,
 ): (messages: ChatMessage[]) => string | null {
   const reserved = reservedStrings(codec);
   return (messages) => {
     try {
       validateConversation(messages, reserved, { generation: false });
-      buildWindows(codec, messages, windows);
+      const cut = buildWindows(codec, messages, windows);
+      if (cut.windows.some((w) => w.labels.slice(1).filter((l) => l !== IGNORE).length < minTargets)) {
+        return "invalid_batch";
+      }
       return null;
     } catch (e) {
       if (e instanceof ProtocolError) return e.code;

@@ -102,12 +102,14 @@ export function devnetDataSection(files: readonly SourceFile[]): JsonObject {
 
 /**
  * Writes the files and a `sources.json` naming them into `dir` (an operator's own copy), with the window
- * settings its Curator or reviewer cuts documents by (the SmolLM2 devnet's are longer).
+ * settings its Curator or reviewer cuts documents by (the SmolLM2 devnet's are longer) and the Curator's
+ * `min_targets` screening rule (0: none, the small devnet's).
  */
 export async function writeDevnetSources(
   dir: string,
   files: readonly SourceFile[],
   windows: WindowOptions = DEVNET_CURATOR_WINDOWS,
+  minTargets = 0,
 ): Promise<string> {
   await Deno.mkdir(dir, { recursive: true });
   for (const f of files) await Deno.writeFile(`${dir}/${f.file}`, f.bytes);
@@ -115,7 +117,7 @@ export async function writeDevnetSources(
   await Deno.writeTextFile(
     path,
     JSON.stringify(
-      sourcesFileValue(files.map((f) => ({ file: f.file, spec: f.spec })), windows),
+      sourcesFileValue(files.map((f) => ({ file: f.file, spec: f.spec })), windows, minTargets),
       null,
       2,
     ) +
