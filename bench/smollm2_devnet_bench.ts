@@ -1,9 +1,9 @@
 /**
  * The real model on the network (issue 20). With `NEURO_BENCH_FULL=1` it runs the whole SmolLM2 devnet
- * scenario once (`deno task devnet --model smollm2 --json` in a fresh directory under `.cache/`: about 15
- * minutes and 10 GB of memory on two cores) and prints its table — step time, per-stage replay, the forged
- * stage's dispute bytes, transactions, publish and resolve time, growth bytes, atoms issued, agreement and the
- * answer — beside the reference's published figures; without it that bench is reported ignored. Always (when
+ * scenario once (`deno task devnet --model smollm2 --json` in a fresh directory under `.cache/`: about 40
+ * minutes and 11 GB of memory on two cores) and prints its table — step time, per-stage replay, the forged
+ * stage's dispute bytes, transactions, publish and resolve time, growth bytes, atoms issued, agreement, the
+ * answer, the cohorts' votes, the gate and the paid answer — beside the reference's published figures; without it that bench is reported ignored. Always (when
  * `deno task model:fetch-smollm2` has run; skipped with a message otherwise), the units of work the scenario
  * is made of are timed in this process as ratios against the full-model step on three stages: the referee's
  * replay of the 12-block last stage, and the growth check from the parent's last block alone.

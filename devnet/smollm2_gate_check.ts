@@ -26,11 +26,12 @@ import { componentNames, type Model } from "../kernels/model.ts";
 import { place } from "../kernels/placement.ts";
 import { scoreRecord } from "../kernels/score_record.ts";
 import { trainStep } from "../kernels/step.ts";
+import { planSmollm2Cohorts } from "./smollm2_cohort_plan.ts";
 import { generate } from "../kernels/generation.ts";
 import { encodePrompt } from "../text/conversation.ts";
 import { TextCodec } from "../text/codec.ts";
 import { buildCodec } from "../text/codec_manifest.ts";
-import type { WindowOptions } from "../text/windows.ts";
+import { SMOLLM2_CURATOR_WINDOWS } from "../genesis/devnet/smollm2_build.ts";
 import { documentBatches } from "../actors/curator/windows.ts";
 import {
   documentLoss,
@@ -48,9 +49,6 @@ import {
   SMOLLM2_GROWTH_BLOCKS,
   SMOLLM2_LEARNING_RATE,
 } from "../genesis/devnet/smollm2_contents.ts";
-
-/** The windows a SmolLM2 Curator would cut: one window of 64 prompt and 64 target tokens per document. */
-export const SMOLLM2_CURATOR_WINDOWS: WindowOptions = { context: 64, response: 64, maxWindows: 1 };
 
 /** One group's gate and the per-document losses behind it. */
 export interface GroupCheck extends GateResult {
@@ -114,12 +112,23 @@ function gate(base: number[], cand: number[], margin: bigint): GroupCheck {
 
 /** A recipe to check: the training windows' minimum targets and the learning rate. */
 export interface GateRecipe {
-  /** Skip training documents whose window has fewer response targets (default 0: the first two). */
+  /**
+   * Skip training documents whose window has fewer response targets (default 0: the first two); with
+   * `cohorts`, the Curator's screening rule `min_targets` (every row of every source).
+   */
   readonly minTargets?: number;
   /** The SGD learning rate (default the genesis `SMOLLM2_LEARNING_RATE`). */
   readonly learningRate?: number;
   /** The train source's rows (generator seed `devnet-0`) whose first windows the two steps train on. */
   readonly trainRows?: readonly number[];
+  /**
+   * Train and gate as the network with the data lifecycle does (`smollm2_cohort_plan.ts`): the honest step on
+   * the first cohort's scheduled window, the grown step on the second's, gated on the second cohort's
+   * evaluation documents (`sizes` and `skip` then select among those).
+   */
+  readonly cohorts?: boolean;
+  /** With `cohorts`: the retention and fresh documents a cohort carries (default 8). */
+  readonly evaluationDocuments?: number;
   /** Also answer `ANSWER_PROMPT` greedily with the trained, grown candidate (default false). */
   readonly answer?: boolean;
 }
@@ -140,9 +149,21 @@ export async function smollm2GateCheck(
   const codec = TextCodec.fromParts(built.manifest as unknown as JsonValue, built.backend, built.root);
   const genesis = modelFromGguf(parsed);
   const most = Math.max(...sizes) + skip;
-  const retention = documents(codec, "devnet-retention", 0, most, true);
-  const fresh = documents(codec, "devnet-fresh", 0, most, true);
-  const train = recipe.trainRows
+  const plan = recipe.cohorts
+    ? planSmollm2Cohorts(
+      codec,
+      SMOLLM2_CURATOR_WINDOWS,
+      2,
+      1,
+      recipe.evaluationDocuments ?? 8,
+      recipe.minTargets ?? 0,
+    )
+    : null;
+  const retention = plan ? plan[1]!.retention : documents(codec, "devnet-retention", 0, most, true);
+  const fresh = plan ? plan[1]!.fresh : documents(codec, "devnet-fresh", 0, most, true);
+  const train = plan
+    ? plan.map((c) => c.schedule[0]!)
+    : recipe.trainRows
     ? recipe.trainRows.map((row) =>
       documentBatches(codec, devnetRow(DEVNET_SOURCE, row), SMOLLM2_CURATOR_WINDOWS, false).batches[0]!
     )
@@ -179,7 +200,9 @@ export async function smollm2GateCheck(
     answer = codec.decode(ids);
   }
   return {
+    cohorts: plan?.map((c) => c.root) ?? null,
     train_targets: train.map(windowTargets),
+    train_text: train.map((b) => codec.decode(b.input_ids[0]!.filter((_, t) => b.labels[0]![t] !== -100))),
     learning_rate: recipe.learningRate ?? SMOLLM2_LEARNING_RATE,
     answer,
     step_losses: losses,
@@ -192,13 +215,17 @@ export async function smollm2GateCheck(
 }
 
 const USAGE = `usage: deno run -A devnet/smollm2_gate_check.ts GGUF [N ...] [--skip K] [--min-targets T]
-       [--rate-log2 R] [--train-rows A,B] [--answer]
+       [--rate-log2 R] [--train-rows A,B] [--cohorts [--eval-docs E]] [--answer]
 
 Trains SmolLM2 as the SmolLM2 devnet's scenario does and prints, as one JSON object, the step losses and the
 gate (S, Q, G, pass, per-document losses) of the retention and fresh groups of N documents (default 2 4 8),
-after skipping the first K usable documents of each source (default 0). The two training windows are the first
-two train documents whose window has at least T response targets (default 0), at the learning rate 2^-R
-(default 6, the genesis rate), or the first windows of train rows A and B (seed devnet-0); --answer adds the trained, grown model's greedy answer to "${ANSWER_PROMPT}".`;
+after skipping the first K usable documents of each source (default 0), at the learning rate 2^-R (default 6,
+the genesis rate). The two training windows are:
+  - the first two train documents whose window has at least T response targets (default 0), or
+  - (--train-rows) the first windows of train rows A and B (generator seed devnet-0), or
+  - (--cohorts) the windows the network's first two cohorts schedule, a Curator screening rows by
+    min_targets T, gated on the second cohort's E retention and E fresh documents (default 8).
+--answer adds the trained, grown model's greedy answer to "${ANSWER_PROMPT}".`;
 
 if (import.meta.main) {
   const args = [...Deno.args];
@@ -210,11 +237,16 @@ if (import.meta.main) {
     const at = args.indexOf(name);
     return at < 0 ? fallback : Number(args.splice(at, 2)[1]);
   };
+  const evaluationDocuments = flag("--eval-docs", 8);
   const skip = flag("--skip", 0), minTargets = flag("--min-targets", 0), rateLog2 = flag("--rate-log2", 6);
   const rowsAt = args.indexOf("--train-rows");
   const trainRows = rowsAt < 0 ? undefined : args.splice(rowsAt, 2)[1]!.split(",").map(Number);
-  const answer = args.includes("--answer");
-  if (answer) args.splice(args.indexOf("--answer"), 1);
+  const bool = (name: string) => {
+    const at = args.indexOf(name);
+    if (at >= 0) args.splice(at, 1);
+    return at >= 0;
+  };
+  const answer = bool("--answer"), cohorts = bool("--cohorts");
   const sizes = args.slice(1).map(Number);
   if (
     args.length < 1 || !Number.isSafeInteger(skip) || skip < 0 || !Number.isSafeInteger(minTargets) ||
@@ -229,6 +261,8 @@ if (import.meta.main) {
   const r = await smollm2GateCheck(args[0]!, sizes.length ? sizes : [2, 4, 8], skip, {
     minTargets,
     ...(trainRows ? { trainRows } : {}),
+    cohorts,
+    evaluationDocuments,
     learningRate: 2 ** -rateLog2,
     answer,
   });

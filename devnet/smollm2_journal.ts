@@ -1,6 +1,7 @@
 /**
  * The SmolLM2 scenario's journal, `<dir>/smollm2-scenario.json`: the phase it is in, what earlier phases
- * found (the forged claim, the growth's outcome, the answer), each finished phase's wall time, and the peak
+ * found (the cohorts, the forged claim, the growth's outcome, the answer, the evaluation), each finished
+ * phase's wall time, and the peak
  * RSS seen of every process so far (kept across restarts). Written durably (temp file, fsync, rename) before
  * the scenario acts on a phase change, so a scenario killed at any moment resumes where it was.
  *
@@ -14,7 +15,18 @@ import { canonical, isObject, type JsonObject, parseJson } from "../core/canonic
 import { ProtocolError } from "../core/errors.ts";
 
 /** The phases, in order. */
-export const SMOLLM2_PHASES = ["honest", "forge", "grow", "grown", "answer", "paid", "done"] as const;
+export const SMOLLM2_PHASES = [
+  "admit",
+  "honest",
+  "readmit",
+  "forge",
+  "grow",
+  "grown",
+  "answer",
+  "evaluate",
+  "paid",
+  "done",
+] as const;
 
 /** A phase of the scenario. */
 export type Smollm2Phase = typeof SMOLLM2_PHASES[number];
@@ -22,6 +34,8 @@ export type Smollm2Phase = typeof SMOLLM2_PHASES[number];
 /** The journal. */
 export interface Smollm2Scenario extends JsonObject {
   phase: Smollm2Phase;
+  /** The data roots of the cohorts activated so far (the first trains the honest step, the second the rest). */
+  cohorts: string[];
   /** The height from which the first claim is the forged one. */
   forge_from_height: number | null;
   forge_claim: string | null;
@@ -29,6 +43,10 @@ export interface Smollm2Scenario extends JsonObject {
   growth: JsonObject | null;
   /** The final model's greedy answer. */
   answer: { prompt: string; text: string; model_root: string } | null;
+  /** The decided evaluation's id (the chain keeps its decision). */
+  evaluation: string | null;
+  /** The serving root the answer was bought from. */
+  paid_model: string | null;
   /** Wall time of each finished phase in ms (a resumed phase counts from its resumption). */
   phase_ms: Record<string, number>;
   /** The time between the sponsor's `open` and `claim` lines of each paid step, ms, by phase. */
@@ -42,11 +60,14 @@ export interface Smollm2Scenario extends JsonObject {
 /** A scenario that has not started. */
 export function newSmollm2Scenario(): Smollm2Scenario {
   return {
-    phase: "honest",
+    phase: "admit",
+    cohorts: [],
     forge_from_height: null,
     forge_claim: null,
     growth: null,
     answer: null,
+    evaluation: null,
+    paid_model: null,
     phase_ms: {},
     step_ms: {},
     replay_ms: {},

@@ -1,9 +1,9 @@
 /**
  * The SmolLM2 scenario's `paid` phase: the capital-of-France question bought through paid inference (PROTOCOL
  * §8) from a Provider serving the chain's serving model, paid per token and settled after the response's
- * challenge window with the referee checking it. No evaluation runs in this scenario, so the serving model is
- * the genesis SmolLM2 (the grown, trained model is the learning model, which `infer` does not sell); the final
- * model's own answer is `generate`'s, in the `answer` phase.
+ * challenge window with the referee checking it. It runs after the evaluation, so the serving model is the
+ * grown, trained model when the gate promoted it (the genesis SmolLM2 when it kept the serving root); the
+ * final model's own answer by `generate` is the `answer` phase's.
  *
  * It reuses the small devnet's inference phase (`inference_phase.ts`): the job's id is journaled in
  * `<devnet>/inference.json` under a fixed idempotency key before the phase waits on it, so a run killed here
@@ -25,9 +25,10 @@ import type { Supervisor } from "./supervisor.ts";
 export const SMOLLM2_PAID_PROMPT = "What is the capital of France?";
 
 /**
- * Gives the provider and the referee the serving model's objects (already there from the build while it is
- * the genesis model), waits until nothing is reserved or claimed and two blocks have passed, then buys the
- * answer from the honest provider and follows it to its settlement.
+ * Gives the provider and the referee the serving model's objects (from the build while it is the genesis
+ * model, else from the workers' homes and the devnet's `objects/`, where the `answer` phase gathered the final
+ * model), waits until nothing is reserved or claimed and two blocks have passed, then buys the
+ * answer from the honest provider and follows it to its settlement; the serving root it bought from.
  */
 export async function buySmollm2Answer(
   sup: Supervisor,
@@ -35,7 +36,7 @@ export async function buySmollm2Answer(
   rpc: string,
   say: (line: string) => void,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<string> {
   const chain = new ChainClient(rpc);
   for (;;) {
     if (signal.aborted) throw new Error("Cannot buy the answer: interrupted");
@@ -44,7 +45,7 @@ export async function buySmollm2Answer(
     await new Promise((r) => setTimeout(r, 500));
   }
   const serving = (await chain.lifecycle()).serving_root!;
-  const holders = [...layout.workers, layout.forger];
+  const holders = [layout.dir, ...layout.workers, layout.forger];
   for (const home of [layout.referee, layout.provider]) {
     await provideServingModel(chain, serving, home, holders);
   }
@@ -52,4 +53,5 @@ export async function buySmollm2Answer(
   await runInferencePhase(sup, layout, rpc, false, (line) => say(line.replace("[inference]", "[paid]")), [
     { provider: "provider", prompt: SMOLLM2_PAID_PROMPT },
   ]);
+  return serving;
 }

@@ -3,7 +3,10 @@
  * hashes) plus the measures of the reference's published lifecycle, ours beside theirs — step time, each
  * stage's replay by the referee, the forged step's dispute (bytes, upload/seal transactions, publish and
  * resolve time, counted from the chain's blocks), the growth (parameters added, bytes the referee needed),
- * atoms issued, agreement, the final answer and the answer bought through paid inference — with each phase's wall time and every process's peak RSS.
+ * atoms issued, agreement, the final answer and the answer bought through paid inference — and what the
+ * reference's run did not have: the cohorts the validators voted in (data root, yes and total voting power)
+ * and the evaluation of the final model against the genesis one (per gate group S, Q, G and whether it passed;
+ * the decision; the serving root after), with each phase's wall time and every process's peak RSS.
  *
  * @example
  * ```ts
@@ -19,6 +22,8 @@ import type { Smollm2Scenario } from "./smollm2_journal.ts";
 import { type ClaimOutcome } from "./chain_view.ts";
 import { finalTotals } from "./summary.ts";
 import { collectInference, type InferenceOutcome } from "./inference_summary.ts";
+import { type EpochCohort, epochCohort } from "./summary.ts";
+import { evaluationLines, type EvaluationOutcome, evaluationOutcome } from "./evaluation_summary.ts";
 
 /** What the SmolLM2 report reads from the chain at the proposer's height. */
 export interface Smollm2Summary extends JsonObject {
@@ -29,6 +34,7 @@ export interface Smollm2Summary extends JsonObject {
   app_hashes: { validator: string; app_hash: string | null }[];
   training_round: number;
   learning_root: string | null;
+  serving_root: string | null;
   claims: (ClaimOutcome & JsonObject)[];
   issued: number;
   burned: number;
@@ -61,6 +67,7 @@ async function collectSummary(layout: DevnetLayout, urls: readonly string[]): Pr
     app_hashes,
     training_round: lc.training_round,
     learning_root: lc.learning_root,
+    serving_root: lc.serving_root,
     claims: (await proposer.claims(height)) as (ClaimOutcome & JsonObject)[],
     issued: totals.issued,
     burned: totals.burned,
@@ -110,8 +117,16 @@ export interface Smollm2Report extends JsonObject {
   dispute: DisputeFacts | null;
   growth: JsonObject | null;
   answer: JsonObject | null;
+  /** The cohorts voted in, in order: the honest step's, then the forged, grown and trained steps'. */
+  cohorts: EpochCohort[];
+  /** The final model's evaluation against the genesis serving model, as the chain decided it. */
+  evaluation: EvaluationOutcome | null;
+  /** The decision's gate as `/evaluation?id=` answers it: per role each document's loss and q (PROTOCOL §7). */
+  gate: JsonObject | null;
   /** The answer bought through paid inference from the serving model, read back from the chain. */
   paid: InferenceOutcome | null;
+  /** The serving root it was bought from. */
+  paid_model: string | null;
   measures: { name: string; ours: string; reference: string }[];
   phase_s: Record<string, number>;
   peak_rss_mb: Record<string, number>;
@@ -194,6 +209,17 @@ export async function collectSmollm2Report(
     ? undefined
     : SMOLLM2_REFERENCE.parameters + g.added_parameters;
   const paid = (await collectInference(layout, urls[0]!, view, summary.height))[0] ?? null;
+  const cohorts: EpochCohort[] = [];
+  for (const root of s.cohorts) cohorts.push((await epochCohort(view, root)).cohort);
+  const decided = s.evaluation === null ? null : await view.get(`/evaluation?id=${s.evaluation}`);
+  const evaluation = isObject(decided) ? evaluationOutcome(decided) : null;
+  const gateInputs = isObject(decided) && isObject(decided.decision) && isObject(decided.decision.gate)
+    ? decided.decision.gate
+    : null;
+  const gate = (role: "retention" | "fresh") => {
+    const g = evaluation?.groups[role];
+    return g ? `S=${g.S} Q=${g.Q} G=${g.G} ${g.passed ? "passed" : "failed"}` : "-";
+  };
   const R = SMOLLM2_REFERENCE;
   const measures = [
     { name: "trainable parameters", ours: int(R.parameters), reference: int(R.parameters) },
@@ -234,7 +260,26 @@ export async function collectSmollm2Report(
     { name: "atoms issued", ours: int(summary.issued), reference: int(R.issued) },
     { name: "validators agree on the app hash", ours: String(summary.validators_agree), reference: "true" },
     { name: "answer", ours: String(s.answer?.text ?? "-"), reference: R.answer },
+    {
+      name: "cohorts voted in (yes/total power)",
+      ours: cohorts.map((c) => `${c.yes_power}/${c.total_power}`).join(", ") || "-",
+      reference: "-",
+    },
+    { name: "gate: retention (8 documents)", ours: gate("retention"), reference: "-" },
+    { name: "gate: fresh (8 documents)", ours: gate("fresh"), reference: "-" },
+    {
+      name: "gate decision (serving root after)",
+      ours: evaluation ? `${evaluation.decision} (${evaluation.serving_root_after.slice(0, 12)})` : "-",
+      reference: "-",
+    },
     { name: "paid answer (serving model)", ours: paid?.answer.trim() ?? "-", reference: "-" },
+    {
+      name: "paid: serving model (the final one?)",
+      ours: s.paid_model === null
+        ? "-"
+        : `${s.paid_model.slice(0, 12)} (${s.paid_model === s.answer?.model_root ? "yes" : "no"})`,
+      reference: "-",
+    },
     {
       name: "paid: tokens, paid / refunded atoms",
       ours: paid ? `${paid.tokens.length}, ${int(paid.paid_atoms)} / ${int(paid.refunded_atoms)}` : "-",
@@ -253,7 +298,11 @@ export async function collectSmollm2Report(
     dispute,
     growth: s.growth,
     answer: s.answer,
+    cohorts,
+    evaluation,
+    gate: gateInputs,
     paid,
+    paid_model: s.paid_model,
     measures,
     phase_s,
     peak_rss_mb,
@@ -278,7 +327,13 @@ export function formatSmollm2Report(r: Smollm2Report): string {
       }` +
       (c.loss === null ? "" : ` loss=${c.loss.toFixed(4)}`)
     ),
+    ...r.cohorts.map((c, i) =>
+      `cohort ${i + 1} ${
+        c.data_root.slice(0, 12)
+      } activated at height ${c.activated_height} by ${c.yes_power} of ${c.total_power} voting power`
+    ),
     `growth ${String(r.growth?.claim_id ?? "-").slice(0, 12)}: ${r.growth?.status ?? "-"}`,
+    ...(r.evaluation === null ? [] : evaluationLines([r.evaluation])),
     `issued ${r.summary.issued} atoms, burned ${r.summary.burned}; training round ${r.summary.training_round}`,
     `validators agree on the app hash at height ${r.summary.height}: ${r.summary.validators_agree}`,
     ...(r.paid === null ? [] : [

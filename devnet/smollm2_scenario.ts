@@ -1,20 +1,30 @@
 /**
  * The SmolLM2 devnet scenario (`deno task devnet --model smollm2`): four validators (a proposer and three
- * replicas), workers 0-2 holding the 30-block model at 48M parameters each, worker-3 for the blocks a growth
- * adds, a forging worker (`--forge optimizer`), the referee, and the sponsor started phase by phase:
+ * replicas, each reviewing data proposals by its operator's policy), workers 0-2 holding the 30-block model at
+ * 48M parameters each, worker-3 for the blocks a growth adds, a forging worker (`--forge optimizer`), the
+ * referee, and the sponsor, the Curator and the Evaluator started phase by phase:
  *
- * 1. `honest`: one full-model step on the genesis batch, paid when its challenge window passes;
- * 2. `forge`: one step whose last stage (12 blocks) is computed by the forger; the referee replays it, files a
+ * 1. `admit`: the Curator collects the pinned sources (cut by the SmolLM2 codec, only rows of at least 10
+ *    response targets: `SMOLLM2_CURATOR_MIN_TARGETS`) and proposes a cohort, which
+ *    the validators review and vote in (the small devnet's `cohort_phase.ts`); it schedules one step;
+ * 2. `honest`: one full-model step on the cohort's scheduled window, paid when its challenge window passes;
+ * 3. `readmit`: a second cohort, voted in the same way (growth is allowed only before a cohort's first step);
+ * 4. `forge`: one step whose last stage (12 blocks) is computed by the forger; the referee replays it, files a
  *    fraud challenge, uploads and seals the stage's real inputs in 1 MiB chunks and resolves, and the chain
  *    rejects the claim (`optimizer update`) with the slash;
- * 3. `grow`: the sponsor grows the model by four identity blocks (`deno task sponsor --grow 4`); the referee
+ * 5. `grow`: the sponsor grows the model by four identity blocks (`deno task sponsor --grow 4`); the referee
  *    checks the growth from the parent's last block alone; nothing is minted;
- * 4. `grown`: one paid step on the grown model, now on four workers;
- * 5. `answer`: the final model's components are gathered into `objects/` and `deno task generate` answers
+ * 6. `grown`: one paid step on the grown model (the second cohort's step), now on four workers;
+ * 7. `answer`: the final model's components are gathered into `objects/` and `deno task generate` answers
  *    "What is the capital of France?" greedily;
- * 6. `paid`: a client buys the same question's answer through paid inference from a Provider serving the
- *    chain's serving model (the genesis SmolLM2: no evaluation promotes here), paid per token and settled
- *    after the referee checked the response (`smollm2_paid.ts`).
+ * 8. `evaluate`: the Evaluator scores the second cohort's candidate (the grown, trained model) against the
+ *    serving root (the genesis SmolLM2) on the cohort's 8 retention and 8 fresh documents and the ledger's gate
+ *    decides (`evaluation_phase.ts`); the referee checks every score; both groups pass and the gate promotes the
+ *    candidate (PROTOCOL §15.1); the Evaluator's workers get the candidate's components they lack over HTTP
+ *    (a worker admits one maximal object in flight);
+ * 9. `paid`: a client buys the same question's answer through paid inference from a Provider serving the
+ *    chain's serving model — the promoted model — paid per token and settled after the referee checked the
+ *    response (`smollm2_paid.ts`).
  *
  * Each phase change is journaled (`smollm2_journal.ts`) before it is acted on and the rest is read from the
  * chain, so a run killed at any moment resumes. Every 2 s the peak RSS of every process is sampled.
@@ -38,9 +48,14 @@ import {
 } from "./smollm2_journal.ts";
 import { collectSmollm2Report, type Smollm2Report } from "./smollm2_report.ts";
 import { buySmollm2Answer } from "./smollm2_paid.ts";
+import { admitCohort } from "./cohort_phase.ts";
+import { runEvaluationPhase } from "./evaluation_phase.ts";
 
 /** The question the final model answers. */
 export const SMOLLM2_PROMPT = "What is the capital of France?";
+
+/** How long a SmolLM2 devnet worker waits for a request body to arrive whole. */
+export const SMOLLM2_WORKER_BODY_TIMEOUT_MS = 60_000;
 
 /** How to run the scenario. */
 export interface Smollm2Options {
@@ -77,6 +92,12 @@ interface Smollm2Network {
   readonly forgeWorkersFile: string;
 }
 
+/** A validator's review policy flag, when its home has one (a devnet built with the data lifecycle). */
+async function reviewArgs(home: string): Promise<string[]> {
+  const policy = `${home}/review-policy.json`;
+  return await Deno.stat(policy).then(() => ["--review-policy", policy], () => []);
+}
+
 async function startSmollm2Network(
   sup: Supervisor,
   layout: DevnetLayout,
@@ -85,21 +106,41 @@ async function startSmollm2Network(
   const v0 = await sup.start({
     name: "validator-0",
     task: "validator",
-    args: ["--home", layout.validators[0]!, "--genesis", layout.genesisPath],
+    args: [
+      "--home",
+      layout.validators[0]!,
+      "--genesis",
+      layout.genesisPath,
+      ...(await reviewArgs(layout.validators[0]!)),
+    ],
   });
   const urls = [v0.url!];
   for (let i = 1; i < layout.validators.length; i++) {
+    const home = layout.validators[i]!;
     const v = await sup.start({
       name: `validator-${i}`,
       task: "validator",
-      args: ["--home", layout.validators[i]!, "--genesis", layout.genesisPath, "--follow", v0.url!],
+      args: [
+        "--home",
+        home,
+        "--genesis",
+        layout.genesisPath,
+        "--follow",
+        v0.url!,
+        ...(await reviewArgs(home)),
+      ],
     });
     urls.push(v.url!);
   }
   say(`validators ${urls.join(" ")}`);
   const workerUrls: string[] = [];
+  // A worker receives whole SmolLM2 components (the embedding is 113 MB) while it computes a stage on a loaded
+  // machine: 60 s for a body instead of the default 10 s (still a deadline; ≥ 4 MB/s for a maximal object).
+  const bodyTimeout = ["--body-timeout-ms", String(SMOLLM2_WORKER_BODY_TIMEOUT_MS)];
   for (const [i, home] of layout.workers.entries()) {
-    workerUrls.push((await sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home] })).url!);
+    workerUrls.push(
+      (await sup.start({ name: `worker-${i}`, task: "worker", args: ["--home", home, ...bodyTimeout] })).url!,
+    );
   }
   const forger = await sup.start({
     name: "forger",
@@ -292,15 +333,33 @@ export async function runSmollm2Scenario(
   try {
     while (s.phase !== "done") {
       aborted(signal);
-      if (s.phase !== "answer") await refereeCaughtUp();
-      if (s.phase === "honest" || s.phase === "grown") {
+      if (!["admit", "readmit", "answer"].includes(s.phase)) await refereeCaughtUp();
+      if (s.phase === "admit" || s.phase === "readmit") {
+        const cohort = await admitCohort({
+          sup,
+          layout,
+          rpc,
+          chain,
+          say,
+          signal,
+          previous: s.phase === "readmit" ? s.cohorts[0] ?? null : null,
+          label: `[${s.phase}]`,
+        });
+        if (cohort === null) {
+          throw new Error(
+            `Cannot run the SmolLM2 scenario at ${dir}: it was built before cohorts (no data lifecycle); rebuild it with --reset`,
+          );
+        }
+        const cohorts = [...s.cohorts.slice(0, s.phase === "admit" ? 0 : 1), String(cohort.data_root)];
+        if (s.phase === "admit") await next("honest", { cohorts });
+        else await next("forge", { cohorts, forge_from_height: (await chain.status()).height });
+      } else if (s.phase === "honest" || s.phase === "grown") {
         const r = await untilExit(
           await sponsor(net.workersFile, ["--steps", s.phase === "honest" ? "1" : "2"]),
         );
         const step_ms = r.stepMs === null ? s.step_ms : { ...s.step_ms, [s.phase]: r.stepMs };
-        if (s.phase === "honest") {
-          await next("forge", { step_ms, forge_from_height: (await chain.status()).height });
-        } else await next("answer", { step_ms });
+        if (s.phase === "honest") await next("readmit", { step_ms });
+        else await next("answer", { step_ms });
       } else if (s.phase === "forge") {
         const from = s.forge_from_height ?? 0;
         const forged = async () =>
@@ -336,10 +395,19 @@ export async function runSmollm2Scenario(
         }
         await next("grown", { growth: r.last });
       } else if (s.phase === "answer") {
-        await next("paid", { answer: await answer(sup, layout, rpc, net.workersFile, say, signal) });
+        await next("evaluate", { answer: await answer(sup, layout, rpc, net.workersFile, say, signal) });
+      } else if (s.phase === "evaluate") {
+        const decided = await runEvaluationPhase({
+          sup,
+          layout,
+          rpc,
+          workersFile: net.workersFile,
+          say,
+          signal,
+        });
+        await next("paid", { evaluation: String(decided.evaluation_id) });
       } else if (s.phase === "paid") {
-        await buySmollm2Answer(sup, layout, rpc, say, signal);
-        await next("done");
+        await next("done", { paid_model: await buySmollm2Answer(sup, layout, rpc, say, signal) });
       }
     }
     // Two more blocks so the verifier reward of the last settlement is paid.

@@ -148,7 +148,7 @@ export function finalTotals(home: string): { issued: number; burned: number; con
 }
 
 /** An activated cohort from `/data?root=` and its proposal's electorate and votes. */
-async function epochCohort(
+export async function epochCohort(
   view: ChainView,
   root: string,
 ): Promise<{ cohort: EpochCohort; ended: number | null }> {

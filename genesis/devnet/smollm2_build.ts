@@ -1,13 +1,21 @@
 /**
  * Builds the SmolLM2 devnet (`deno task devnet --model smollm2`, default `.neuroshard/devnet-smollm2/`): a
- * genesis whose model, codec and single training batch are the contents of `smollm2_contents.ts` computed from
- * the fetched GGUF and checked against the pin `genesis/pins/smollm2_genesis.json` (so every build pins the
- * same roots), `SMOLLM2_PARAMS` (windows long enough for a real stage to be computed, replayed and disputed),
- * and the validator homes of `ledger_devnet.ts`; homes with an account key and a bearer token (0600) for four
- * workers (three hold the 30-block model at 48M parameters each, the fourth takes the blocks a growth adds), a
- * forging worker, the sponsor, the referee, a Provider (serving the genesis model) and a paying client. The model's objects are written once into `objects/` and
- * hard-linked into every home that computes or checks stages (no copy per home; validators need none: a
- * dispute brings them the sealed bytes).
+ * genesis whose model and codec are the contents of `smollm2_contents.ts` computed from the fetched GGUF and
+ * checked against the pin `genesis/pins/smollm2_genesis.json` (so every build pins the same roots),
+ * `SMOLLM2_PARAMS` (windows long enough for a real stage to be computed, replayed and disputed), the data
+ * lifecycle over the small devnet's pinned sources (`sources.ts`: the bundled generator's chat conversations,
+ * which the Curator and the reviewers cut with the SmolLM2 codec into `SMOLLM2_CURATOR_WINDOWS`, the Curator
+ * collecting only rows of `SMOLLM2_CURATOR_MIN_TARGETS` response targets or more; 8 retention and 8 fresh
+ * documents a cohort, one scheduled step a cohort), and the validator homes of `ledger_devnet.ts`,
+ * each with its own copy of the sources and a review policy; homes with an account key and a bearer token
+ * (0600) for four workers (three hold the 30-block model at 48M parameters each, the fourth takes the blocks a
+ * growth adds), a forging worker, the sponsor, the referee, the Curator, the Evaluator, a Provider and a paying
+ * client. The model's objects are written once into `objects/` and hard-linked into every home that computes
+ * or checks stages (no copy per home; validators need only the codec, to review: a dispute brings them the
+ * sealed bytes).
+ *
+ * `cohorts: false` builds the earlier chain instead: no data lifecycle, the pinned genesis batch trained every
+ * round (the worker-kill check, which is about a step's lease, runs on it with two validators).
  *
  * The build happens in `<dir>.building/` and is renamed into place at the end.
  *
@@ -18,7 +26,7 @@
  * ```
  */
 import { canonical, type JsonObject, type JsonValue } from "../../core/canonical.ts";
-import { id } from "../../core/digest.ts";
+import { id, sha256Hex } from "../../core/digest.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import { ObjectStore } from "../../core/object_store.ts";
 import { ATOMS_PER_NEURO, type WorkflowParams } from "../../workflows/params.ts";
@@ -29,11 +37,30 @@ import {
   type DevnetLayout,
   finishDevnetBuild,
   readDevnet,
+  writeOperatorSources,
 } from "../devnet_builder.ts";
 import { writeDevnetGenesis } from "../ledger_devnet.ts";
 import pin from "../pins/smollm2_genesis.json" with { type: "json" };
 import type { DevnetContents } from "./contents.ts";
 import { smollm2Contents } from "./smollm2_contents.ts";
+import { devnetDataSection, devnetSourceFiles, type SourceFile } from "./sources.ts";
+import type { WindowOptions } from "../../text/windows.ts";
+
+/**
+ * The windows the SmolLM2 devnet's Curator and reviewers cut each document into: one window of 64 prompt and 64
+ * target tokens (the profile's lengths, as the genesis batch's), so an evaluation group of 8 documents is 8
+ * windows, 2 scores of 4.
+ */
+export const SMOLLM2_CURATOR_WINDOWS: WindowOptions = { context: 64, response: 64, maxWindows: 1 };
+
+/**
+ * The SmolLM2 devnet Curator's screening rule (sources file `min_targets`): it collects only rows whose window
+ * has at least 10 response targets. A cohort schedules one window a step, and a clipped step at 2^-6 on a window
+ * of a few targets (`tekcaj`: 5) still moves the weights by up to 1/64 in one direction: the model trained on
+ * such windows lost Paris and failed the gate; on windows of 10 or more it keeps Paris and both gate groups
+ * pass (PROTOCOL §15.1, `devnet/smollm2_gate_check.ts --cohorts --min-targets 10`).
+ */
+export const SMOLLM2_CURATOR_MIN_TARGETS = 10;
 
 /**
  * The SmolLM2 devnet's parameters beside `DEVNET_PARAMS` (1 s blocks; PROTOCOL §15.1 gives the measurements).
@@ -58,6 +85,13 @@ export const SMOLLM2_PARAMS: Partial<WorkflowParams> = {
   // Paid inference must outlast a challenge window (PROTOCOL §8).
   min_inference_blocks: 400,
   max_inference_blocks: 1_200,
+  // One scheduled step a cohort: the scenario's first cohort trains the honest step, its second the forged
+  // step's round, which a growth must precede (growth is allowed only before a cohort's first step, §6).
+  steps_per_cohort: 1,
+  // Four validators review a cohort of 160 SmolLM2-cut documents and vote: 4 min at 1 s blocks.
+  proposal_blocks: 240,
+  // Two rounds of score claims (each a challenge window) on a loaded machine: an hour.
+  evaluation_blocks: 3_600,
 };
 
 /** The block byte bound of the SmolLM2 devnet: 8 MiB, five 1 MiB upload chunks a block. */
@@ -70,6 +104,10 @@ export const SMOLLM2_FUNDING = {
   worker: 10 * ATOMS_PER_NEURO,
   /** Locks `provider_bond` per response (PROTOCOL §8). */
   provider: 100 * ATOMS_PER_NEURO,
+  /** Locks a claim bond per proposal (PROTOCOL §6). */
+  curator: 100 * ATOMS_PER_NEURO,
+  /** Locks a claim bond per score claim (PROTOCOL §7). */
+  evaluator: 200 * ATOMS_PER_NEURO,
   /** Pays for the answer bought through paid inference. */
   client: 10 * ATOMS_PER_NEURO,
 } as const;
@@ -83,6 +121,8 @@ export const SMOLLM2_ACTORS = [
   "forger",
   "sponsor",
   "referee",
+  "curator",
+  "evaluator",
   "provider",
   "client",
 ];
@@ -97,6 +137,8 @@ export interface Smollm2BuildOptions {
   readonly gguf: string;
   /** Parameters over `SMOLLM2_PARAMS` (a test's shorter lease, say); the pinned contents stay the same. */
   readonly params?: Partial<WorkflowParams>;
+  /** The data lifecycle (default true); false trains the pinned genesis batch every round instead. */
+  readonly cohorts?: boolean;
 }
 
 /** The genesis fields the contents pin: model, codec, and the one training batch with its rate and clip. */
@@ -123,6 +165,19 @@ export function pinnedTrainingFields(): JsonObject {
     learningRate: pin.training.learning_rate,
     clip: pin.training.clip,
   });
+}
+
+/**
+ * The genesis fields of the SmolLM2 devnet with the data lifecycle: the pinned `fields` (model, codec, rate,
+ * clip) with no genesis batches, and the `data` section pinning `sources` (every cursor at 0, 8 evaluation
+ * documents a cohort): the chain trains only on cohorts its validators voted in.
+ */
+export function cohortTrainingFields(fields: JsonObject, sources: readonly SourceFile[]): JsonObject {
+  return {
+    ...fields,
+    training: { ...(fields.training as JsonObject), batches: [] },
+    data: devnetDataSection(sources),
+  };
 }
 
 /** Throws `invalid_model` unless the contents computed from the file are the pinned ones. */
@@ -176,26 +231,44 @@ export async function ensureSmollm2Devnet(
         name,
         name.startsWith("worker") || name === "forger"
           ? SMOLLM2_FUNDING.worker
-          : SMOLLM2_FUNDING[name as "sponsor" | "referee" | "provider" | "client"],
+          : SMOLLM2_FUNDING[name as Exclude<keyof typeof SMOLLM2_FUNDING, "worker">],
       ] as const
     ),
   );
-  await writeDevnetGenesis({
+  const cohorts = options.cohorts ?? true;
+  const sources = cohorts ? devnetSourceFiles() : [];
+  const fields = smollm2TrainingFields(contents);
+  const ledger = await writeDevnetGenesis({
     out: staging,
     validators: 4,
     time: DEVNET_GENESIS_TIME,
     blockIntervalMs: 1_000,
     accounts,
-    ...smollm2TrainingFields(contents),
+    ...(cohorts ? cohortTrainingFields(fields, sources) : fields),
     params: { ...SMOLLM2_PARAMS, ...options.params },
   });
+  if (cohorts) {
+    await writeOperatorSources(
+      staging,
+      ledger.homes,
+      sources,
+      SMOLLM2_CURATOR_WINDOWS,
+      SMOLLM2_CURATOR_MIN_TARGETS,
+    );
+  }
   progress("storing the model once and linking it into the workers' and the referee's homes");
   const shared = new ObjectStore(`${staging}/objects`);
   for (const [root, bytes] of contents.objects) await shared.putExpected(root, bytes);
   const roots = [...contents.objects.keys()];
+  const codecRoot = contents.codec.root, codecBackend = sha256Hex(contents.codec.backend);
   contents = null; // the float32 files are on disk now; let them go before anything else runs
   for (const home of OBJECT_HOMES) {
     await linkObjects(shared, new ObjectStore(`${staging}/${home}/objects`), roots);
+  }
+  // The Curator and the reviewing validators cut documents with the codec (its manifest and backend).
+  const codecObjects = roots.filter((r) => r === codecRoot || r === codecBackend);
+  for (const home of [`${staging}/curator`, ...ledger.homes]) {
+    await linkObjects(shared, new ObjectStore(`${home}/objects`), codecObjects);
   }
   await Deno.writeTextFile(`${staging}/model.json`, canonical({ model: "smollm2", gguf: file }) + "\n");
   return await finishDevnetBuild(staging, dir);

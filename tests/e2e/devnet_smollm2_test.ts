@@ -1,15 +1,20 @@
 /**
  * The real model on the network, end to end (slow: NEURO_SLOW=1 and the fetched SmolLM2, else ignored with
  * the reason): `deno task devnet --model smollm2 --json` as a real process with real validators, workers,
- * sponsor and referee processes. The honest step is paid exactly 1,000,000 atoms (800,000 to its three
- * workers), the forged step is rejected for its `optimizer update` and slashed with the real uploads of the
- * pinpointed block, the
- * growth adds exactly 14,160,384 parameters, settles, mints nothing and keeps the training round, the step
- * on the grown model is paid to four workers, every validator agrees on the final app hash, the grown model's
- * logits equal its parent's bit for bit, the final model answers the capital-of-France prompt with Paris, and
- * the same question bought through paid inference from the serving model (the genesis SmolLM2) settles with
- * Paris, paid per token (the client charged its fee and the tokens, the rest of its maximum refunded, the
- * provider paid the tokens). Prints the report's table.
+ * sponsor, referee, Curator and Evaluator processes. Two cohorts cut by the SmolLM2 codec (the Curator
+ * collecting only rows of 10 or more response targets) are voted in by more than two thirds of the 16 voting
+ * power, each scheduling one step; the honest step (the first cohort's) is paid exactly 1,000,000 atoms
+ * (800,000 to its three workers), the forged step is rejected for its `optimizer update` and slashed with the
+ * real uploads of the pinpointed block, the growth adds exactly 14,160,384 parameters, settles, mints nothing
+ * and keeps the training round, the step on the grown model (the second cohort's) is paid to four workers, the
+ * Evaluator's 8 score claims settle unrefuted and the gate decides on the grown, trained model against the
+ * genesis one — S, Q and G per group recomputed here from the decision's document q values, and exactly the
+ * values of the deterministic run: both groups pass, so the gate promotes the grown, trained model — every
+ * validator agrees on the final app hash, the grown model's logits equal its parent's bit for bit, the final
+ * model answers the capital-of-France prompt with Paris (`generate`), and the same question bought through
+ * paid inference from a Provider serving the promoted model settles with Paris, paid per token (the client
+ * charged its fee and the tokens, the rest of its maximum refunded, the provider paid the tokens).
+ * Prints the report's table.
  */
 import assert from "node:assert/strict";
 import { ObjectStore } from "../../core/object_store.ts";
@@ -19,6 +24,8 @@ import { formatSmollm2Report, type Smollm2Report } from "../../devnet/smollm2_re
 import { SLOW, smollm2File } from "../model/smollm2_file.ts";
 import { SMOLLM2_FUNDING } from "../../genesis/devnet/smollm2_build.ts";
 import { DEVNET_PARAMS } from "../../workflows/params.ts";
+import { FRESH_MARGIN, groupGate, RETENTION_MARGIN } from "../../workflows/gate.ts";
+import pin from "../../genesis/pins/smollm2_genesis.json" with { type: "json" };
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const file = SLOW
@@ -47,7 +54,7 @@ async function gather(dir: string, root: string, into: ObjectStore): Promise<voi
 
 Deno.test({
   name:
-    "SmolLM2 on four validators: an honest step paid, a forged one refuted with real uploads, growth by four identity blocks, a paid step on the grown model, Paris",
+    "SmolLM2 on four validators: cohorts voted in, an honest step paid, a forged one refuted with real uploads, growth by four identity blocks, a paid step on the grown model, the gate's decision on it, Paris",
   ignore: file.path === null,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -102,9 +109,58 @@ Deno.test({
         [10_466_667, 10_466_667, 10_466_666, 10_200_000, 10_000_000],
       );
       assert.match(String(report.answer!.text), /Paris/);
+      // The cohorts: two, each voted in by more than two thirds of the 16 voting power (4 validators of 4
+      // bond units; which votes land before the activation block depends on timing, so not exactly).
+      assert.equal(report.cohorts.length, 2);
+      for (const c of report.cohorts) {
+        assert.equal(c.total_power, 16);
+        assert.ok(3 * c.yes_power > 2 * c.total_power, `${c.yes_power} of ${c.total_power}`);
+        assert.equal(c.replay_steps, 0);
+      }
+      const [first, second] = report.cohorts;
+      assert.ok(first!.activated_height < honest!.height && second!.activated_height < forged!.height);
+      assert.ok(honest!.height < second!.activated_height);
+      // The evaluation: the grown, trained model (the answer's) against the genesis serving model, 2 scores of
+      // 4 windows per group all settled, the gate's integers exactly those of the documents' q values.
+      const e = report.evaluation!;
+      assert.equal(e.cohort, second!.data_root);
+      assert.equal(e.candidate, report.answer!.model_root);
+      assert.equal(e.serving_root_before, pin.model.root, "the genesis SmolLM2 served until the decision");
+      assert.deepEqual([e.settled_scores, e.rejected], [8, []]);
+      // Cohorts, schedule, training and scoring are deterministic, so the gate's integers are these exactly.
+      // (`deno run -A devnet/smollm2_gate_check.ts GGUF 8 --cohorts --min-targets 10 --answer` gives the same.)
+      const measured = {
+        retention: ["-869761", "423811418327", "1029745", true],
+        fresh: ["-575380", "236863050592", "567364", true],
+      };
+      for (const [role, margin] of [["retention", RETENTION_MARGIN], ["fresh", FRESH_MARGIN]] as const) {
+        const gate = report.gate![role] as {
+          S: string;
+          Q: string;
+          G: string;
+          pass: boolean;
+          n: number;
+          baseline: { q: string }[];
+          candidate: { q: string }[];
+        };
+        assert.equal(gate.n, 8);
+        const q = (d: { q: string }[]) => d.map((x) => BigInt(x.q));
+        const want = groupGate(q(gate.baseline), q(gate.candidate), margin);
+        assert.deepEqual([gate.S, gate.Q, gate.G, gate.pass], [want.S, want.Q, want.G, want.pass], role);
+        assert.deepEqual([e.groups[role]!.S, e.groups[role]!.passed], [want.S, want.pass]);
+        assert.deepEqual([want.S, want.Q, want.G, want.pass], measured[role], role);
+      }
+      // Both groups pass: the gate promotes the grown, trained model, which the chain serves from then on.
+      assert.deepEqual([e.decision, e.reason, e.serving_root_after], ["promote", "gate", e.candidate]);
+      assert.equal(report.summary.serving_root, report.answer!.model_root);
       // The answer bought through paid inference: one job of the client to the provider, settled unrefuted,
       // 100 atoms a token of at most 8; the client paid one fee and the tokens, the provider got the tokens.
       const paid = report.paid!;
+      assert.equal(
+        report.paid_model,
+        report.answer!.model_root,
+        "the answer was bought from the promoted model",
+      );
       assert.deepEqual([paid.provider, paid.prompt, paid.outcome, paid.refuted], [
         "provider",
         "What is the capital of France?",

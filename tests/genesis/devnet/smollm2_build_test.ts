@@ -11,7 +11,13 @@ import { configFromJson } from "../../../kernels/config.ts";
 import { validateBatch } from "../../../kernels/batch.ts";
 import { parseGenesis } from "../../../genesis/schema.ts";
 import { writeDevnetGenesis } from "../../../genesis/ledger_devnet.ts";
-import { pinnedTrainingFields, SMOLLM2_PARAMS } from "../../../genesis/devnet/smollm2_build.ts";
+import {
+  cohortTrainingFields,
+  pinnedTrainingFields,
+  SMOLLM2_CURATOR_WINDOWS,
+  SMOLLM2_PARAMS,
+} from "../../../genesis/devnet/smollm2_build.ts";
+import { devnetSourceFiles } from "../../../genesis/devnet/sources.ts";
 import {
   grownConfig,
   growthParameters,
@@ -56,6 +62,41 @@ Deno.test("the pinned SmolLM2 genesis is valid: the pinned weights, 134,515,008 
       1_200,
     ]);
     assert.equal(genesis.data, null);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the SmolLM2 cohort genesis is valid: no genesis batch, the small devnet's pinned sources, 8 evaluation documents, one step a cohort", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const sources = devnetSourceFiles();
+    const built = await writeDevnetGenesis({
+      out: dir,
+      validators: 4,
+      time: 0,
+      ...cohortTrainingFields(pinnedTrainingFields(), sources),
+      params: SMOLLM2_PARAMS,
+    });
+    const genesis = parseGenesis(parseJson(await Deno.readTextFile(built.genesisPath)));
+    assert.equal(genesis.training!.batches.length, 0);
+    const data = genesis.data as unknown as {
+      sources: { name: string; sha256: string }[];
+      cursors: Record<string, number>;
+      evaluation_documents: number;
+    };
+    assert.deepEqual(
+      data.sources.map((x) => [x.name, x.sha256]),
+      sources.map((f) => [f.spec.name, f.spec.sha256]),
+    );
+    assert.deepEqual(data.cursors, { "devnet-chat": 0, "devnet-retention": 0, "devnet-fresh": 0 });
+    assert.equal(data.evaluation_documents, 8);
+    assert.equal(genesis.params.steps_per_cohort, 1);
+    assert.equal(genesis.params.proposal_blocks, 240);
+    assert.equal(genesis.params.evaluation_blocks, 3_600);
+    // Every evaluation window is one row of 128 tokens, inside the ≤ 128 a gate group's rows may have.
+    assert.equal(SMOLLM2_CURATOR_WINDOWS.context + SMOLLM2_CURATOR_WINDOWS.response, 128);
+    assert.equal(SMOLLM2_CURATOR_WINDOWS.maxWindows, 1);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
