@@ -261,8 +261,9 @@ export async function collectSmollm2Report(
     { name: "validators agree on the app hash", ours: String(summary.validators_agree), reference: "true" },
     { name: "answer", ours: String(s.answer?.text ?? "-"), reference: R.answer },
     {
-      name: "cohorts voted in (yes/total power)",
-      ours: cohorts.map((c) => `${c.yes_power}/${c.total_power}`).join(", ") || "-",
+      name: "cohorts voted in (data root: yes/total power)",
+      ours: cohorts.map((c) => `${c.data_root.slice(0, 12)}: ${c.yes_power}/${c.total_power}`).join(", ") ||
+        "-",
       reference: "-",
     },
     { name: "gate: retention (8 documents)", ours: gate("retention"), reference: "-" },
@@ -272,6 +273,7 @@ export async function collectSmollm2Report(
       ours: evaluation ? `${evaluation.decision} (${evaluation.serving_root_after.slice(0, 12)})` : "-",
       reference: "-",
     },
+    { name: "paid: prompt", ours: paid?.prompt ?? "-", reference: "-" },
     { name: "paid answer (serving model)", ours: paid?.answer.trim() ?? "-", reference: "-" },
     {
       name: "paid: serving model (the final one?)",
