@@ -23,6 +23,7 @@
 import { kernelThreads, MAX_THREADS } from "./threads.ts";
 import { resultBytes, runTask, type Task, taskCost } from "./task_ops.ts";
 import { CLOSED, drain, FAILED, FINISHED, IDLE, POSTED, STATES, type TaskRun } from "./task_protocol.ts";
+import { workerRefusal } from "./worker_access.ts";
 
 const WORKER_URL = new URL("./task_worker.ts", import.meta.url);
 const SHARED = typeof SharedArrayBuffer === "function";
@@ -152,15 +153,9 @@ function claimWorkers(n: number): Worker[] {
 }
 
 function startWorker(): Slot | null {
-  let granted = false;
-  try {
-    granted = WORKER_URL.protocol === "file:" &&
-      Deno.permissions.querySync({ name: "read", path: WORKER_URL }).state === "granted";
-  } catch {
-    granted = false;
-  }
-  if (!granted) {
-    disabled = `no read permission for ${WORKER_URL.pathname}`;
+  const refusal = workerRefusal(WORKER_URL);
+  if (refusal !== null) {
+    disabled = refusal;
     return null;
   }
   const state = new Int32Array(new SharedArrayBuffer(4)); // STARTING

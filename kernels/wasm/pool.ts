@@ -32,6 +32,7 @@ import {
   WORK,
   type WorkerStart,
 } from "./pool_protocol.ts";
+import { workerRefusal } from "../worker_access.ts";
 
 const WORKER_URL = new URL("./pool_worker.ts", import.meta.url);
 const SPINS = 4096; // polls of the done counter before the calling thread sleeps on it
@@ -156,15 +157,9 @@ export class KernelPool {
   #spawn(slot: number): void {
     if (this.#disabled !== null) return;
     if (!this.#started[slot]) {
-      let granted = false;
-      try {
-        granted = WORKER_URL.protocol === "file:" &&
-          Deno.permissions.querySync({ name: "read", path: WORKER_URL }).state === "granted";
-      } catch {
-        granted = false;
-      }
-      if (!granted) {
-        this.#disabled = `no read permission for ${WORKER_URL.pathname}`;
+      const refusal = workerRefusal(WORKER_URL);
+      if (refusal !== null) {
+        this.#disabled = refusal;
         return;
       }
       this.#started[slot] = true;

@@ -1,6 +1,8 @@
 /** Shared helpers for the matmul tests: a seeded PRNG, value generators and a bit-exact comparison. */
 
-import type { MatmulLayout } from "../../kernels/matmul.ts";
+import assert from "node:assert/strict";
+import { type MatmulLayout, matmulReference } from "../../kernels/matmul.ts";
+import { wasmMatmul } from "../../kernels/wasm/matmul_wasm.ts";
 
 /** All four layouts. */
 export const LAYOUTS: readonly MatmulLayout[] = ["nn", "nt", "tn", "tt"];
@@ -95,4 +97,33 @@ export function describeDifference(x: Float32Array, y: Float32Array, i: number):
 export function seeds(fixed: number[]): number[] {
   const env = Deno.env.get("NEURO_SEED");
   return env === undefined ? fixed : [Number(env)];
+}
+
+/**
+ * Asserts that the WebAssembly matmul of `a` [M×K] and `b` [K×N] on 1, 2 and 3 threads gives the reference
+ * loops' bits in every layout; a mismatch names `label`, the layout, the shape, the thread count and the first
+ * differing element.
+ */
+export function assertThreadsMatchReference(
+  label: string,
+  a: Float32Array,
+  b: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+): void {
+  for (const layout of LAYOUTS) {
+    const want = new Float32Array(M * N).fill(7);
+    matmulReference(a, b, want, M, K, N, layout);
+    for (const threads of [1, 2, 3]) {
+      const got = new Float32Array(M * N).fill(-9);
+      wasmMatmul(a, b, got, M, K, N, layout, threads);
+      const i = firstBitDifference(got, want);
+      assert.equal(
+        i,
+        -1,
+        `${label} ${layout} ${M}x${K}x${N} on ${threads} threads: ${describeDifference(got, want, i)}`,
+      );
+    }
+  }
 }

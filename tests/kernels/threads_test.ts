@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ProtocolError } from "../../core/errors.ts";
-import { matmul, type MatmulLayout, matmulReference } from "../../kernels/matmul.ts";
+import { matmul, matmulReference } from "../../kernels/matmul.ts";
 import { MAX_THREADS, parseThreads } from "../../kernels/threads.ts";
 import {
   columnSplit,
@@ -11,9 +11,8 @@ import {
 } from "../../kernels/wasm/matmul_wasm.ts";
 import {
   adversarial,
-  describeDifference,
+  assertThreadsMatchReference,
   firstBitDifference,
-  LAYOUTS,
   rng,
   uniform,
 } from "./_matmul_util.ts";
@@ -69,23 +68,6 @@ Deno.test("columnSplit covers every column once, in order, in whole 96- or 12-co
   }
 });
 
-function checkThreads(label: string, a: Float32Array, b: Float32Array, M: number, K: number, N: number) {
-  for (const layout of LAYOUTS as MatmulLayout[]) {
-    const want = new Float32Array(M * N).fill(7);
-    matmulReference(a, b, want, M, K, N, layout);
-    for (const threads of [1, 2, 3]) {
-      const got = new Float32Array(M * N).fill(-9);
-      wasmMatmul(a, b, got, M, K, N, layout, threads);
-      const i = firstBitDifference(got, want);
-      assert.equal(
-        i,
-        -1,
-        `${label} ${layout} ${M}x${K}x${N} on ${threads} threads: ${describeDifference(got, want, i)}`,
-      );
-    }
-  }
-}
-
 Deno.test("matmul on 1, 2 and 3 threads is bit-identical to the reference on random and adversarial shapes", async () => {
   assert.equal(await wasmMatmulThreadsReady(3, STARTUP_MS), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
   const next = rng(71);
@@ -93,16 +75,16 @@ Deno.test("matmul on 1, 2 and 3 threads is bit-identical to the reference on ran
   // and partial 96-column groups, N too small for one group per thread, and a wide N split in whole groups.
   const shapes: [number, number, number][] = [[37, 100, 97], [5, 600, 101], [2, 1200, 300], [64, 64, 200]];
   for (const [M, K, N] of shapes) {
-    checkThreads("uniform", uniform(next, M * K), uniform(next, K * N), M, K, N);
+    assertThreadsMatchReference("uniform", uniform(next, M * K), uniform(next, K * N), M, K, N);
   }
   for (const [M, K, N] of [[7, 333, 130], [31, 90, 193]] as const) {
-    checkThreads("adversarial", adversarial(next, M * K), adversarial(next, K * N), M, K, N);
+    assertThreadsMatchReference("adversarial", adversarial(next, M * K), adversarial(next, K * N), M, K, N);
   }
   for (let t = 0; t < 3; t++) {
     const M = 1 + (next() % 40),
       K = 64 + (next() % 400),
       N = Math.ceil(THREAD_MIN_WORK / (M * K)) + (next() % 300);
-    checkThreads(`random ${t}`, uniform(next, M * K), uniform(next, K * N), M, K, N);
+    assertThreadsMatchReference(`random ${t}`, uniform(next, M * K), uniform(next, K * N), M, K, N);
   }
 });
 

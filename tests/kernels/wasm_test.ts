@@ -20,6 +20,7 @@ import {
 } from "../../kernels/wasm/assemble.ts";
 import {
   adversarial,
+  assertThreadsMatchReference,
   describeDifference,
   firstBitDifference,
   LAYOUTS,
@@ -221,21 +222,7 @@ Deno.test("matmul across k blocks, with A packed broadcast or compact, is the re
   ];
   assert.ok(16 * 300 * 1000 > BROADCAST_A_MAX_BYTES && 16 * 66 * 1537 <= BROADCAST_A_MAX_BYTES);
   for (const [M, K, N] of shapes) {
-    const a = adversarial(next, M * K), b = adversarial(next, K * N);
-    for (const layout of LAYOUTS) {
-      const want = new Float32Array(M * N);
-      matmulReference(a, b, want, M, K, N, layout);
-      for (const threads of [1, 2, 3]) {
-        const got = new Float32Array(M * N).fill(-9);
-        wasmMatmul(a, b, got, M, K, N, layout, threads);
-        const i = firstBitDifference(got, want);
-        assert.equal(
-          i,
-          -1,
-          `${layout} ${M}x${K}x${N} ${threads} threads: ${describeDifference(got, want, i)}`,
-        );
-      }
-    }
+    assertThreadsMatchReference("k blocks", adversarial(next, M * K), adversarial(next, K * N), M, K, N);
   }
 });
 
