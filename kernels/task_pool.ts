@@ -8,8 +8,9 @@
  * workers see those without a copy); any other task runs here, first, while the workers take the shared
  * ones, longest first (`taskCost`). The workers are lazy (none before the first run on more than one
  * thread), bounded (`MAX_THREADS − 1`), kept between runs, and never keep a process alive (an idle one
- * exits after `TASK_IDLE_MS`; a later run starts a new one). Workers start only when the worker module may be read (`--allow-read`); otherwise, or when
- * `SharedArrayBuffer` is missing, every task runs on the calling thread.
+ * exits after `TASK_IDLE_MS`; a later run starts a new one). Workers start only when the worker module may be
+ * read (`--allow-read`, `worker_access.ts`); otherwise, or when `SharedArrayBuffer` is missing, every task runs
+ * on the calling thread.
  *
  * @example
  * ```ts
@@ -109,7 +110,7 @@ export function runTasks(tasks: readonly Task[], threads: number = kernelThreads
 }
 
 /**
- * Starts the workers that runs on `threads` threads will use, without waiting for them (a run before they
+ * Starts the workers that a run on `threads` threads will use, without waiting for them (a run before they
  * are ready takes their tasks on the calling thread): a caller about to run tasks later gives the workers
  * that long to load.
  */
