@@ -69,15 +69,23 @@ Deno.test("a resident model generates the same tokens and logits as the same mod
 
 Deno.test("a prepacked resident weight gives the reference's bits as B of y = x·Wᵀ, and is packed per call otherwise", () => {
   const next = rng(83);
-  // N: a multiple of 96, of 12 only, neither; M from one row (decode, the matvec: four panels at a time,
-  // then one, then a partial one; split across threads from 2^18 multiply-adds, with thread ranges that end
-  // between groups of four panels) to several row tiles; K odd.
+  // N: a multiple of 96, of 12 only, neither; M from one row (decode, the matvec: four panels a quarter of
+  // the range apart at a time, four k-steps an iteration then the last K mod 4, then the whole panels left
+  // over one at a time, then a partial one; split across threads from 2^18 multiply-adds, with thread ranges
+  // that end between groups of four panels) to several row tiles; K odd, K mod 4 = 0..3, K below 4.
   for (
     const [M, K, N] of [
       [1, 64, 192],
       [1, 37, 29],
       [1, 300, 1000],
       [1, 576, 1536],
+      [1, 1, 60],
+      [1, 2, 47],
+      [1, 3, 108],
+      [1, 5, 13],
+      [1, 6, 96],
+      [1, 1539, 611],
+      [1, 577, 1152],
       [7, 101, 250],
       [64, 96, 1000],
       [4, 576, 1536],
