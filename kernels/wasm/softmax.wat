@@ -380,14 +380,17 @@
 
   ;; Attention forward for units u in [lo, hi), u = b·H + h (kernels/attention.ts attentionForward). Parameter
   ;; block: q k v out p scratch Tq Tk H KVH D scratchPerThread; this job's scratch is at scratch +
-  ;; part·scratchPerThread bytes (D·Tk floats: the unit's keys transposed).
+  ;; part·scratchPerThread bytes (D·Tk floats: the unit's keys transposed). The heads of one group read the
+  ;; same keys, so consecutive units of one row and group transpose them once (decoding one token, the
+  ;; scalar transposition of the whole cache's keys was most of the call: three times per group).
   (func (export "attention_forward") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
     (local $q i32) (local $k i32) (local $v i32) (local $out i32) (local $p i32) (local $kT i32)
     (local $Tq i32) (local $Tk i32) (local $H i32) (local $KVH i32) (local $D i32)
     (local $u i32) (local $b i32) (local $h i32) (local $g i32) (local $i i32) (local $j i32)
     (local $last i32) (local $row i32) (local $qW i32) (local $kW i32)
     (local $sigma f32) (local $m f32) (local $sj f32) (local $z f32) (local $e f32)
-    (local $ev v128)
+    (local $ev v128) (local $held i32)
+    (local.set $held (i32.const -1)) ;; b·KVH + g of the keys in kT, −1 for none yet
     (local.set $q (call $arg (local.get $at) (i32.const 0)))
     (local.set $k (call $arg (local.get $at) (i32.const 1)))
     (local.set $v (call $arg (local.get $at) (i32.const 2)))
@@ -409,11 +412,14 @@
       (local.set $b (i32.div_u (local.get $u) (local.get $H)))
       (local.set $h (i32.rem_u (local.get $u) (local.get $H)))
       (local.set $g (i32.div_u (local.get $h) (i32.div_u (local.get $H) (local.get $KVH))))
-      ;; kT: [D, Tk], this row's keys of group g
-      (call $transpose
-        (i32.add (local.get $k) (i32.shl (i32.add (i32.mul (i32.mul (local.get $b) (local.get $Tk)) (local.get $kW))
-          (i32.mul (local.get $g) (local.get $D))) (i32.const 2)))
-        (local.get $kW) (local.get $Tk) (local.get $D) (local.get $kT))
+      ;; kT: [D, Tk], this row's keys of group g (already there when the previous unit had them)
+      (if (i32.ne (local.get $held) (i32.add (i32.mul (local.get $b) (local.get $KVH)) (local.get $g)))
+        (then
+          (call $transpose
+            (i32.add (local.get $k) (i32.shl (i32.add (i32.mul (i32.mul (local.get $b) (local.get $Tk)) (local.get $kW))
+              (i32.mul (local.get $g) (local.get $D))) (i32.const 2)))
+            (local.get $kW) (local.get $Tk) (local.get $D) (local.get $kT))
+          (local.set $held (i32.add (i32.mul (local.get $b) (local.get $KVH)) (local.get $g)))))
       (local.set $i (i32.const 0))
       (block $di (loop $li
         (br_if $di (i32.ge_u (local.get $i) (local.get $Tq)))
