@@ -8,7 +8,7 @@
  * const y = linearForward(new Float32Array([1, 2]), new Float32Array([1, 0, 0, 1, 1, 1]), 1, 2, 3); // [1, 2, 3]
  * ```
  */
-import { matmul } from "./matmul.ts";
+import { matmulFinite } from "./matmul.ts";
 import { assertFinite } from "./tensor.ts";
 
 /** x [N,I], W [O,I] → y [N,O] = x·Wᵀ. */
@@ -20,8 +20,7 @@ export function linearForward(
   O: number,
 ): Float32Array {
   const y = new Float32Array(N * O); // y: [N,O]
-  matmul(x, w, y, N, I, O, "nt");
-  assertFinite(y, "linear output");
+  if (!matmulFinite(x, w, y, N, I, O, "nt")) assertFinite(y, "linear output"); // throws at the first
   return y;
 }
 
@@ -44,10 +43,10 @@ export function linearBackward(
     );
   }
   const dx = new Float32Array(N * I); // dx: [N,I]
-  matmul(dy, w, dx, N, O, I, "nn");
+  const dxFinite = matmulFinite(dy, w, dx, N, O, I, "nn");
   const dw = dwOut ?? new Float32Array(O * I); // dw: [O,I]
-  matmul(dy, x, dw, O, N, I, "tn");
-  assertFinite(dx, "linear input gradient");
-  assertFinite(dw, "linear weight gradient");
+  const dwFinite = matmulFinite(dy, x, dw, O, N, I, "tn");
+  if (!dxFinite) assertFinite(dx, "linear input gradient"); // throws at the first non-finite element
+  if (!dwFinite) assertFinite(dw, "linear weight gradient");
   return { dx, dw };
 }

@@ -36,6 +36,8 @@
  */
 
 import { ProtocolError } from "../core/errors.ts";
+import { allFinite } from "./tensor.ts";
+import { kernelThreads } from "./threads.ts";
 import { wasmMatmul, wasmMatmulAvailable, wasmMatmulFits } from "./wasm/matmul_wasm.ts";
 
 /** How A and B are stored: first letter A ("n" [M,K] / "t" [K,M]), second letter B ("n" [K,N] / "t" [N,K]). */
@@ -70,16 +72,46 @@ export function matmul(
   N: number,
   layout: MatmulLayout = "nn",
 ): void {
+  run(a, b, out, M, K, N, layout, false);
+}
+
+/**
+ * `matmul`, then true when every output element is finite (false: some is NaN or infinite; the output is
+ * written either way). On the WebAssembly path the check runs as the output is copied out, on every thread,
+ * instead of a separate `assertFinite` pass on the calling thread.
+ */
+export function matmulFinite(
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: MatmulLayout = "nn",
+): boolean {
+  return run(a, b, out, M, K, N, layout, true);
+}
+
+function run(
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: MatmulLayout,
+  check: boolean,
+): boolean {
   validateMatmul(a, b, out, M, K, N, layout);
   if (!FORCE_REFERENCE && M * K * N >= WASM_MIN_WORK && wasmMatmulAvailable() && wasmMatmulFits(M, K, N)) {
     try {
-      wasmMatmul(a, b, out, M, K, N, layout);
-      return;
+      return wasmMatmul(a, b, out.subarray(0, M * N), M, K, N, layout, kernelThreads(), check);
     } catch (e) {
       if (!(e instanceof RangeError)) throw e; // the wasm memory could not grow: same bits from the loops
     }
   }
   referenceLoops(a, b, out, M, K, N, layout);
+  return !check || allFinite(out, 0, M * N);
 }
 
 /** C = A·B by the plain TypeScript loops that are the definition (never the WebAssembly path). */

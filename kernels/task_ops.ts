@@ -20,6 +20,7 @@
 
 import { createHash } from "node:crypto";
 import { chunkRootBytesOfParts } from "../core/chunk_tree.ts";
+import { allFinite } from "./tensor.ts";
 
 /** SHA-256 of the concatenation of `parts` (a file, possibly in pieces): 32 bytes. */
 export interface Sha256Task {
@@ -56,8 +57,22 @@ export interface SumSquaresTask {
   readonly groups: readonly (readonly Float32Array[])[];
 }
 
+/**
+ * A copy of elements [lo, hi) of `src` into the same places of `dst` (e.g. a matmul's output out of the
+ * kernels' memory into the file it is committed in), with `check`: 1 byte, 1 when every copied value is
+ * finite (without `check` always 1), so the copy also stands in for a separate `assertFinite` pass.
+ */
+export interface CopyTask {
+  readonly op: "copy";
+  readonly src: Float32Array;
+  readonly dst: Float32Array;
+  readonly lo: number;
+  readonly hi: number;
+  readonly check: boolean;
+}
+
 /** Any task. */
-export type Task = Sha256Task | ChunkRootTask | SgdTask | SumSquaresTask;
+export type Task = Sha256Task | ChunkRootTask | SgdTask | SumSquaresTask | CopyTask;
 
 /** How many result bytes `task` writes. */
 export function resultBytes(task: Task): number {
@@ -66,6 +81,7 @@ export function resultBytes(task: Task): number {
     case "chunk_root":
       return 32;
     case "sgd":
+    case "copy":
       return 8; // one flag byte, padded so the next float64 result stays aligned
     case "sum_squares":
       return 8 * task.groups.length;
@@ -82,6 +98,8 @@ export function taskCost(task: Task): number {
       return 3 * 4 * (task.hi - task.lo);
     case "sum_squares":
       return task.groups.reduce((n, g) => n + g.reduce((m, a) => m + a.byteLength, 0), 0);
+    case "copy":
+      return 2 * 4 * (task.hi - task.lo);
   }
 }
 
@@ -110,6 +128,10 @@ export function runTask(task: Task, out: Uint8Array): void {
       out.set(new Uint8Array(sums.buffer));
       return;
     }
+    case "copy":
+      task.dst.set(task.src.subarray(task.lo, task.hi), task.lo);
+      out[0] = !task.check || allFinite(task.dst, task.lo, task.hi) ? 1 : 0;
+      return;
   }
 }
 

@@ -61,6 +61,8 @@ function arraysOf(task: Task): readonly ArrayBufferView[] {
       return [task.w, task.g, task.out];
     case "sum_squares":
       return task.groups.flat();
+    case "copy":
+      return [task.src, task.dst];
   }
 }
 

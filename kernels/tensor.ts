@@ -89,6 +89,15 @@ export function assertFinite(data: Float32Array, what: string): void {
   }
 }
 
+/** True when every value of `data[lo, hi)` is finite (not NaN, not ±Infinity): `assertFinite` without the throw. */
+export function allFinite(data: Float32Array, lo = 0, hi: number = data.length): boolean {
+  for (let i = lo; i < hi; i++) {
+    const v = data[i]!;
+    if (v - v !== 0) return false;
+  }
+  return true;
+}
+
 /** True when two tensors have the same shape and the same bits (so +0 differs from -0, and NaN payloads count). */
 export function bitEqual(a: Tensor, b: Tensor): boolean {
   if (!sameShape(a.shape, b.shape)) return false;

@@ -30,6 +30,7 @@ import {
   scratchBase,
 } from "./kernel_memory.ts";
 import type { Tensors } from "../safetensors.ts";
+import { copyFloats } from "../parallel_copy.ts";
 
 /** Below this many multiply-adds (M·K·N) a call stays on one thread (handing out work costs microseconds). */
 export const THREAD_MIN_WORK = 1 << 18;
@@ -140,7 +141,9 @@ export function columnSplit(M: number, K: number, N: number, threads: number): [
 /**
  * C = A·B on the WebAssembly path, on up to `threads` threads (default `kernelThreads()`). Arguments must
  * already be valid (see `validateMatmul`) and fit (`wasmMatmulFits`); throws when the module is unavailable
- * or the call does not fit, and RangeError when the memory cannot grow.
+ * or the call does not fit, and RangeError when the memory cannot grow. Inputs and output on shared memory
+ * are copied in and out on every thread (`copyFloats`). With `check`, returns false when any output value
+ * is NaN or infinite, checked as it is copied out (without `check`, always true).
  */
 export function wasmMatmul(
   a: Float32Array,
@@ -151,7 +154,8 @@ export function wasmMatmul(
   N: number,
   layout: MatmulLayout,
   threads: number = kernelThreads(),
-): void {
+  check = false,
+): boolean {
   const km = kernelMemory();
   if (km === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
   let ranges = columnSplit(M, K, N, threads);
@@ -173,8 +177,12 @@ export function wasmMatmul(
   }
   ensureBytes(km, at.end); // throws RangeError when refused
   const buf = km.memory.buffer;
-  if (inPlace.a === null) new Float32Array(buf, at.a, M * K).set(a.subarray(0, M * K));
-  if (inPlace.b === null) new Float32Array(buf, at.b, K * N).set(b.subarray(0, K * N));
+  if (inPlace.a === null) {
+    copyFloats(a.subarray(0, M * K), new Float32Array(buf, at.a, M * K), false, threads);
+  }
+  if (inPlace.b === null) {
+    copyFloats(b.subarray(0, K * N), new Float32Array(buf, at.b, K * N), false, threads);
+  }
   const aT = layout[0] === "t" ? 1 : 0, bT = layout[1] === "t" ? 1 : 0;
   // One row on prepacked panels (decoding a token): the matvec, which computes no padding rows; A [1,K] is
   // the same K contiguous floats whichever its layout.
@@ -190,7 +198,7 @@ export function wasmMatmul(
     : (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
   else km.pool.run(jobs, run);
-  out.set(new Float32Array(buf, at.c, M * N));
+  return copyFloats(new Float32Array(buf, at.c, M * N), out, check, threads);
 }
 
 /** Resident matrices whose panels are also packed once (`makeResident`): where, and for which use as B. */

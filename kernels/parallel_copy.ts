@@ -1,0 +1,60 @@
+/**
+ * Large float32 copies split by element ranges across the task pool (`task_pool.ts`), each range optionally
+ * checked for non-finite values as it is copied: how the kernels move a matmul's inputs into their memory and
+ * its output out of it (into, e.g., the gradient file it is committed in) on every thread. A copy changes no
+ * bit, and the check is a plain and of independent per-range flags, so the result is the same for any thread
+ * count. A range leaves the calling thread only when both arrays are on a `SharedArrayBuffer` (the kernels'
+ * WebAssembly memory is one); otherwise, or below `COPY_SPLIT_MIN` elements, it is one `set` here.
+ *
+ * @example
+ * ```ts
+ * import { copyFloats } from "./parallel_copy.ts";
+ * const src = new Float32Array([1, 2, NaN]), dst = new Float32Array(3);
+ * copyFloats(src, dst, true); // false: dst holds 1, 2, NaN
+ * ```
+ * @module
+ */
+
+import { kernelThreads } from "./threads.ts";
+import type { CopyTask } from "./task_ops.ts";
+import { isShared, runTasks, taskPoolDisabled } from "./task_pool.ts";
+import { allFinite } from "./tensor.ts";
+
+/** Below this many elements a copy stays one `set` on the calling thread (handing out tasks costs ~50 µs). */
+export const COPY_SPLIT_MIN = 1 << 16;
+/** About how many elements one copy task moves: a few per thread, so a late thread takes fewer. */
+export const COPY_TASK_ELEMENTS = 1 << 18;
+const MAX_COPY_TASKS = 64;
+
+/**
+ * Copies `src` into the first `src.length` elements of `dst` (which must not overlap it) on up to `threads`
+ * threads; with `check`, returns false when any copied value is NaN or infinite (true otherwise; always true
+ * without `check`).
+ */
+export function copyFloats(
+  src: Float32Array,
+  dst: Float32Array,
+  check: boolean,
+  threads: number = kernelThreads(),
+): boolean {
+  const n = src.length;
+  if (dst.length < n) {
+    throw new RangeError(
+      `Cannot copy floats: destination has ${dst.length} elements, expected at least ${n}`,
+    );
+  }
+  if (
+    threads <= 1 || n < COPY_SPLIT_MIN || !isShared(src) || !isShared(dst) ||
+    taskPoolDisabled() !== null
+  ) {
+    dst.set(src);
+    return !check || allFinite(dst, 0, n);
+  }
+  const parts = Math.max(2, Math.min(MAX_COPY_TASKS, Math.ceil(n / COPY_TASK_ELEMENTS)));
+  const tasks: CopyTask[] = [];
+  for (let p = 0; p < parts; p++) {
+    const lo = Math.floor((n * p) / parts), hi = Math.floor((n * (p + 1)) / parts);
+    tasks.push({ op: "copy", src, dst, lo, hi, check });
+  }
+  return runTasks(tasks, threads).every((r) => r[0] === 1);
+}
