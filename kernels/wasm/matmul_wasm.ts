@@ -78,7 +78,11 @@ export function wasmMatmulThreadsDisabled(): string | null {
   return km === null ? "the WebAssembly module is unavailable" : km.pool.disabled;
 }
 
-const al = (n: number) => Math.ceil(n / 4) * 16; // n floats, rounded up to 16 bytes
+/**
+ * n floats, rounded up to 64 bytes (a cache line): every buffer of a call starts on its own line, so one
+ * thread's packing and scratch writes never share a line with another thread's buffers or columns.
+ */
+const al = (n: number) => Math.ceil(n / 16) * 64;
 
 /**
  * Byte offsets of one call's buffers: A, B (each where it already is when resident, else copied in), C, then
