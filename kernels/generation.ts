@@ -99,7 +99,14 @@ function w(p: Tensors, name: string): Float32Array {
   return p[name]!.data;
 }
 
-/** Runs Tn new tokens of one block at positions cache.length … with the block's cached keys and values. */
+/**
+ * Runs Tn new tokens of one block at positions cache.length … with the block's cached keys and values, and
+ * returns the outputs of the last `keep` of them (all by default). Every position's key and value is cached;
+ * the other positions' queries, attention, projections and MLP are skipped when their outputs are not wanted
+ * (the last block of a prompt of which only the next token is wanted: llama.cpp skips them too). Each row is
+ * computed alone (row-wise ops, one query's attention over the cached keys), so the rows kept are the bits
+ * of running them all.
+ */
 function blockDecode(
   x: Float32Array,
   p: Tensors,
@@ -108,22 +115,23 @@ function blockDecode(
   layer: number,
   Tn: number,
   tables: RotaryTables,
+  keep = Tn,
 ) {
   const C = c.hidden_size,
     H = c.num_attention_heads,
     KVH = c.num_key_value_heads,
     D = headDim(c),
     KV = KVH * D;
-  const at = cache.length;
+  const at = cache.length, skip = Tn - keep;
   const { y: n1 } = rmsnormForward(x, w(p, "input_layernorm.weight"), Tn, C, c.rms_norm_eps);
   const q = rotaryForward(
-    linearForward(n1, w(p, "self_attn.q_proj.weight"), Tn, C, C),
+    linearForward(n1.subarray(skip * C), w(p, "self_attn.q_proj.weight"), keep, C, C),
     tables,
     1,
-    Tn,
+    keep,
     H,
     D,
-    at,
+    at + skip,
   );
   const k = rotaryForward(
     linearForward(n1, w(p, "self_attn.k_proj.weight"), Tn, C, KV),
@@ -139,15 +147,16 @@ function blockDecode(
   cache.v[layer]!.set(v, at * KV);
   const Tk = at + Tn;
   const keys = cache.k[layer]!.subarray(0, Tk * KV), values = cache.v[layer]!.subarray(0, Tk * KV);
-  const { out: a } = attentionForward(q, keys, values, { B: 1, Tq: Tn, Tk, H, KVH, D });
-  const h = addForward(x, linearForward(a, w(p, "self_attn.o_proj.weight"), Tn, C, C));
-  const { y: n2 } = rmsnormForward(h, w(p, "post_attention_layernorm.weight"), Tn, C, c.rms_norm_eps);
-  return addForward(h, mlpForward(n2, mlpWeightsOf(p), Tn, C, c.intermediate_size).y);
+  const { out: a } = attentionForward(q, keys, values, { B: 1, Tq: keep, Tk, H, KVH, D });
+  const h = addForward(x.subarray(skip * C), linearForward(a, w(p, "self_attn.o_proj.weight"), keep, C, C));
+  const { y: n2 } = rmsnormForward(h, w(p, "post_attention_layernorm.weight"), keep, C, c.rms_norm_eps);
+  return addForward(h, mlpForward(n2, mlpWeightsOf(p), keep, C, c.intermediate_size).y);
 }
 
 /**
  * Feeds `ids` at the cache's next positions; returns the logits [Tn, V] (with `lastOnly`, [1, V]: only the last
- * position's, the same bits, for a prompt of which only the next token is wanted) and advances the cache.
+ * position's, the same bits, for a prompt of which only the next token is wanted; the last block then computes
+ * only that position, beside every position's key and value) and advances the cache.
  */
 export function decode(
   model: Model,
@@ -165,13 +174,14 @@ export function decode(
     c.vocab_size,
     c.hidden_size,
   );
-  for (let i = 0; i < c.num_hidden_layers; i++) {
-    x = blockDecode(x, model.components[blockName(i)]!, c, cache, i, Tn, tables);
+  const L = c.num_hidden_layers, rows = lastOnly ? 1 : Tn;
+  for (let i = 0; i < L; i++) {
+    // the last block computes only the rows the head reads; the others are still cached
+    x = blockDecode(x, model.components[blockName(i)]!, c, cache, i, Tn, tables, i === L - 1 ? rows : Tn);
   }
   cache.length += Tn;
-  const rows = lastOnly ? 1 : Tn;
   return headLogits(
-    x.subarray((Tn - rows) * c.hidden_size),
+    x,
     model.components.norm!,
     model.components.embed!,
     c,
