@@ -24,7 +24,7 @@ import { linearForward } from "./linear.ts";
 import { mlpForward } from "./mlp.ts";
 import { blockName, EMBED_TENSOR, type Model } from "./model.ts";
 import { addForward } from "./residual.ts";
-import { rmsnormForward } from "./rmsnorm.ts";
+import { rmsnormOutput } from "./rmsnorm.ts";
 import { rotaryForward, type RotaryTables, rotaryTables } from "./rotary.ts";
 import type { Tensors } from "./safetensors.ts";
 
@@ -123,7 +123,7 @@ function blockDecode(
     D = headDim(c),
     KV = KVH * D;
   const at = cache.length, skip = Tn - keep;
-  const { y: n1 } = rmsnormForward(x, w(p, "input_layernorm.weight"), Tn, C, c.rms_norm_eps);
+  const n1 = rmsnormOutput(x, w(p, "input_layernorm.weight"), Tn, C, c.rms_norm_eps);
   const q = rotaryForward(
     linearForward(n1.subarray(skip * C), w(p, "self_attn.q_proj.weight"), keep, C, C),
     tables,
@@ -149,7 +149,7 @@ function blockDecode(
   const keys = cache.k[layer]!.subarray(0, Tk * KV), values = cache.v[layer]!.subarray(0, Tk * KV);
   const { out: a } = attentionForward(q, keys, values, { B: 1, Tq: keep, Tk, H, KVH, D });
   const h = addForward(x.subarray(skip * C), linearForward(a, w(p, "self_attn.o_proj.weight"), keep, C, C));
-  const { y: n2 } = rmsnormForward(h, w(p, "post_attention_layernorm.weight"), keep, C, c.rms_norm_eps);
+  const n2 = rmsnormOutput(h, w(p, "post_attention_layernorm.weight"), keep, C, c.rms_norm_eps);
   return addForward(h, mlpForward(n2, mlpWeightsOf(p), keep, C, c.intermediate_size).y);
 }
 

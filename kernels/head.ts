@@ -15,7 +15,7 @@ import type { ModelConfig } from "./config.ts";
 import { crossEntropyForwardBackward } from "./cross_entropy.ts";
 import { linearBackward, linearForward } from "./linear.ts";
 import { EMBED_TENSOR, NORM_TENSOR } from "./model.ts";
-import { rmsnormBackward, rmsnormForward } from "./rmsnorm.ts";
+import { rmsnormBackward, rmsnormForward, rmsnormOutput } from "./rmsnorm.ts";
 import type { Tensors } from "./safetensors.ts";
 
 /** hidden [N,C] → logits [N,V]. */
@@ -26,7 +26,7 @@ export function headLogits(
   c: ModelConfig,
   N: number,
 ): Float32Array {
-  const { y } = rmsnormForward(hidden, norm[NORM_TENSOR]!.data, N, c.hidden_size, c.rms_norm_eps);
+  const y = rmsnormOutput(hidden, norm[NORM_TENSOR]!.data, N, c.hidden_size, c.rms_norm_eps);
   return linearForward(y, embed[EMBED_TENSOR]!.data, N, c.hidden_size, c.vocab_size); // logits: [N,V]
 }
 
