@@ -19,6 +19,7 @@ import { kernelThreads } from "./threads.ts";
 import type { CopyTask } from "./task_ops.ts";
 import { isShared, runTasks, taskPoolDisabled } from "./task_pool.ts";
 import { allFinite } from "./tensor.ts";
+import { kernelMemory } from "./wasm/kernel_memory.ts";
 
 /** Below this many elements a copy stays one `set` on the calling thread (handing out tasks costs ~50 µs). */
 export const COPY_SPLIT_MIN = 1 << 16;
@@ -48,7 +49,7 @@ export function copyFloats(
     taskPoolDisabled() !== null
   ) {
     dst.set(src);
-    return !check || allFinite(dst, 0, n);
+    return !check || copiedFinite(src, dst, n);
   }
   const parts = Math.max(2, Math.min(MAX_COPY_TASKS, Math.ceil(n / COPY_TASK_ELEMENTS)));
   const tasks: CopyTask[] = [];
@@ -57,4 +58,18 @@ export function copyFloats(
     tasks.push({ op: "copy", src, dst, lo, hi, check });
   }
   return runTasks(tasks, threads).every((r) => r[0] === 1);
+}
+
+/**
+ * `allFinite` of the n values just copied: one SIMD pass (`all_finite` in `matmul.wat`) when either array is
+ * in the kernels' memory (a matmul's output copied out, an input copied in), else the plain loop.
+ */
+function copiedFinite(src: Float32Array, dst: Float32Array, n: number): boolean {
+  const km = kernelMemory();
+  if (km !== null) {
+    const buf = km.memory.buffer;
+    if (dst.buffer === buf) return km.matmul.all_finite(dst.byteOffset, n) === 1;
+    if (src.buffer === buf) return km.matmul.all_finite(src.byteOffset, n) === 1;
+  }
+  return allFinite(dst, 0, n);
 }

@@ -56,6 +56,7 @@ export interface MatmulExports {
   matmul(...args: number[]): void;
   matvec(...args: number[]): void;
   pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;
+  all_finite(p: number, n: number): number;
 }
 
 /**

@@ -938,4 +938,37 @@
       (local.set $j0 (i32.add (local.get $j0) (i32.const 12)))
       (br $next_j)))
   )
+
+  ;; 1 when every one of the $n floats at $p is finite, else 0: the finiteness check of a matmul's output
+  ;; (a linear layer's), folded into a SIMD pass over C in the kernel memory before it is copied out, instead
+  ;; of a scalar pass afterwards. A float is not finite (±Infinity, NaN) exactly when its eight exponent bits
+  ;; are all ones; integer lanes only, so no float arithmetic beside the matmul's multiplies and adds. The
+  ;; caller finds and names the first bad element itself when this says 0.
+  (func (export "all_finite") (param $p i32) (param $n i32) (result i32)
+    (local $end i32) (local $bad v128) (local $e v128)
+    (local.set $bad (v128.const i32x4 0 0 0 0))
+    (local.set $e (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))
+    ;; sixteen floats at a time, then four, then one
+    (local.set $end (i32.add (local.get $p) (i32.shl (i32.and (local.get $n) (i32.const -16)) (i32.const 2))))
+    (block $done16 (loop $next16
+      (br_if $done16 (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $bad (v128.or (local.get $bad) (i32x4.eq (v128.and (v128.load offset=0 (local.get $p)) (local.get $e)) (local.get $e))))
+      (local.set $bad (v128.or (local.get $bad) (i32x4.eq (v128.and (v128.load offset=16 (local.get $p)) (local.get $e)) (local.get $e))))
+      (local.set $bad (v128.or (local.get $bad) (i32x4.eq (v128.and (v128.load offset=32 (local.get $p)) (local.get $e)) (local.get $e))))
+      (local.set $bad (v128.or (local.get $bad) (i32x4.eq (v128.and (v128.load offset=48 (local.get $p)) (local.get $e)) (local.get $e))))
+      (local.set $p (i32.add (local.get $p) (i32.const 64)))
+      (br $next16)))
+    (local.set $end (i32.add (local.get $end) (i32.shl (i32.and (local.get $n) (i32.const 12)) (i32.const 2))))
+    (block $done4 (loop $next4
+      (br_if $done4 (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $bad (v128.or (local.get $bad) (i32x4.eq (v128.and (v128.load (local.get $p)) (local.get $e)) (local.get $e))))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (br $next4)))
+    (local.set $end (i32.add (local.get $end) (i32.shl (i32.and (local.get $n) (i32.const 3)) (i32.const 2))))
+    (block $done1 (loop $next1
+      (br_if $done1 (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $bad (v128.or (local.get $bad) (i32x4.eq (v128.and (v128.load32_splat (local.get $p)) (local.get $e)) (local.get $e))))
+      (local.set $p (i32.add (local.get $p) (i32.const 4)))
+      (br $next1)))
+    (i32.eqz (v128.any_true (local.get $bad))))
 )

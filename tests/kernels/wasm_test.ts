@@ -293,3 +293,26 @@ Deno.test({
     }
   },
 });
+
+Deno.test("the matmul's finiteness check finds one Infinity or NaN anywhere in C, every tail length, on 1 and 2 threads", () => {
+  // C [M,N] = A [M,1]·B [1,N] with A = 3e38: C[i,j] = 3e38·B[j], so B[j] = 2 overflows at column j only
+  // (B[j] = -2: -Infinity; B[j] = NaN: NaN), every other element finite.
+  const shapes: [number, number][] = [[1, 1], [1, 3], [1, 4], [1, 15], [1, 16], [1, 17], [2, 20], [3, 37], [
+    64,
+    200,
+  ]];
+  for (const [M, N] of shapes) {
+    const a = new Float32Array(M).fill(3e38), c = new Float32Array(M * N);
+    for (const bad of [2, -2, NaN]) {
+      for (const j of new Set([0, N >> 1, N - 1])) {
+        for (const threads of [1, 2]) {
+          const b = new Float32Array(N).fill(0.5);
+          assert.equal(wasmMatmul(a, b, c, M, 1, N, "nn", threads, true), true, `${M}x${N} finite`);
+          b[j] = bad;
+          assert.equal(wasmMatmul(a, b, c, M, 1, N, "nn", threads, true), false, `${M}x${N} ${bad} at ${j}`);
+          assert.equal(wasmMatmul(a, b, c, M, 1, N, "nn", threads), true); // unchecked: always true
+        }
+      }
+    }
+  }
+});
