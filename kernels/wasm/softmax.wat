@@ -355,23 +355,32 @@
             (i32.shl (local.get $d) (i32.const 2)))))))
 
   ;; rows weighted sums: row r of dst (stride dld floats) is $wsum of the weights row r of a (stride ald
-  ;; floats, unit stride within the row) over the n rows of x; two rows at a time through $wsum2.
+  ;; floats, unit stride within the row) over the first min(n, n0 + r + 1) rows of x; two rows at a time
+  ;; through $wsum2 (over the second row's count: the first row's weight past its own is then read too).
+  ;; With n0 ≥ n every row sums over all n; attention's forward passes n0 = Tk − Tq, so a query's sum stops
+  ;; after its last unmasked key. The terms left out are fround(+0·v) = ±0 for a finite v (the values are
+  ;; checked finite), and a sum that starts at +0 is never −0, so adding them never changes it: the same bits.
   (func $wsums (param $a i32) (param $ald i32) (param $x i32) (param $xs i32) (param $n i32) (param $D i32)
-    (param $dst i32) (param $dld i32) (param $rows i32)
-    (local $r i32)
+    (param $dst i32) (param $dld i32) (param $rows i32) (param $n0 i32)
+    (local $r i32) (local $m i32)
     (local.set $r (i32.const 0))
     (block $dr (loop $lr
       (br_if $dr (i32.gt_u (i32.add (local.get $r) (i32.const 2)) (local.get $rows)))
+      (local.set $m (i32.add (local.get $n0) (i32.add (local.get $r) (i32.const 2))))
+      (if (i32.gt_u (local.get $m) (local.get $n)) (then (local.set $m (local.get $n))))
       (call $wsum2 (i32.add (local.get $a) (i32.shl (i32.mul (local.get $r) (local.get $ald)) (i32.const 2)))
-        (local.get $ald) (local.get $x) (local.get $xs) (local.get $n) (local.get $D)
+        (local.get $ald) (local.get $x) (local.get $xs) (local.get $m) (local.get $D)
         (i32.add (local.get $dst) (i32.shl (i32.mul (local.get $r) (local.get $dld)) (i32.const 2)))
         (local.get $dld))
       (local.set $r (i32.add (local.get $r) (i32.const 2)))
       (br $lr)))
     (if (i32.lt_u (local.get $r) (local.get $rows))
-      (then (call $wsum
+      (then
+        (local.set $m (i32.add (local.get $n0) (i32.add (local.get $r) (i32.const 1))))
+        (if (i32.gt_u (local.get $m) (local.get $n)) (then (local.set $m (local.get $n))))
+        (call $wsum
         (i32.add (local.get $a) (i32.shl (i32.mul (local.get $r) (local.get $ald)) (i32.const 2))) (i32.const 1)
-        (local.get $x) (local.get $xs) (local.get $n) (local.get $D)
+        (local.get $x) (local.get $xs) (local.get $m) (local.get $D)
         (i32.add (local.get $dst) (i32.shl (i32.mul (local.get $r) (local.get $dld)) (i32.const 2)))))))
 
   ;; The i32 parameter i of a job's parameter block.
@@ -487,8 +496,8 @@
           (br $lp)))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $li)))
-      ;; out_i = Σ_{j<Tk} p_ij·v_j for every query i (every key, the masked +0 ones included, as the
-      ;; reference's matmul)
+      ;; out_i = Σ_{j≤last} p_ij·v_j for every query i, the keys up to its last unmasked one: the
+      ;; reference's matmul over every key gives the same bits (the masked +0 terms add nothing; see $wsums)
       (call $wsums
         (i32.add (local.get $p) (i32.shl (i32.mul (i32.mul (local.get $u) (local.get $Tq)) (local.get $Tk))
           (i32.const 2)))
@@ -498,7 +507,7 @@
         (local.get $kW) (local.get $Tk) (local.get $D)
         (i32.add (local.get $out) (i32.shl (i32.add (i32.mul (i32.mul (local.get $b) (local.get $Tq))
           (local.get $qW)) (i32.mul (local.get $h) (local.get $D))) (i32.const 2)))
-        (local.get $qW) (local.get $Tq))
+        (local.get $qW) (local.get $Tq) (i32.sub (local.get $Tk) (local.get $Tq)))
       (local.set $u (i32.add (local.get $u) (i32.const 1)))
       (br $lu))))
 
@@ -588,12 +597,12 @@
       (call $transpose (local.get $ph) (local.get $T) (local.get $T) (local.get $T) (local.get $pT))
       ;; dq_i = Σ_j ds_ij·k_j (every j)
       (call $wsums (local.get $ds) (local.get $T) (local.get $kg) (local.get $kW) (local.get $T) (local.get $D)
-        (i32.add (local.get $dq) (i32.sub (local.get $qh) (local.get $q))) (local.get $qW) (local.get $T))
+        (i32.add (local.get $dq) (i32.sub (local.get $qh) (local.get $q))) (local.get $qW) (local.get $T) (local.get $T))
       ;; dk part_i = Σ_t ds_ti·q_t; dv part_i = Σ_t p_ti·dO_t (every t; the weights are row i of dsT, pT)
       (call $wsums (local.get $dsT) (local.get $T) (local.get $qh) (local.get $qW) (local.get $T) (local.get $D)
-        (i32.add (local.get $dkp) (local.get $parts)) (local.get $D) (local.get $T))
+        (i32.add (local.get $dkp) (local.get $parts)) (local.get $D) (local.get $T) (local.get $T))
       (call $wsums (local.get $pT) (local.get $T) (local.get $doh) (local.get $qW) (local.get $T) (local.get $D)
-        (i32.add (local.get $dvp) (local.get $parts)) (local.get $D) (local.get $T))
+        (i32.add (local.get $dvp) (local.get $parts)) (local.get $D) (local.get $T) (local.get $T))
       (local.set $u (i32.add (local.get $u) (i32.const 1)))
       (br $lu))))
 

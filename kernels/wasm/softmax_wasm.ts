@@ -89,8 +89,8 @@ function fits(km: KernelMemory, end: number): boolean {
 
 /**
  * Attention forward on the kernels: out [B·Tq, H·D] and the probabilities [B, H, Tq, Tk], the bits of
- * `attentionForwardReference`; null when the kernels are unavailable or the call does not fit. Throws
- * RangeError when the memory cannot grow.
+ * `attentionForwardReference`; null when the kernels are unavailable, the call does not fit or a value is
+ * not finite (then the reference gives its own error). Throws RangeError when the memory cannot grow.
  */
 export function wasmAttentionForward(
   q: Float32Array,
@@ -114,6 +114,10 @@ export function wasmAttentionForward(
   new Float32Array(buf, q0, nq).set(q.subarray(0, nq));
   new Float32Array(buf, k0, nk).set(k.subarray(0, nk));
   new Float32Array(buf, v0, nk).set(v.subarray(0, nk));
+  // The kernel sums each query's values only up to its last unmasked key: the reference's bits when every
+  // value is finite (a masked +0·v is ±0 then). A value that is not finite is left to the reference, whose
+  // masked +0·Infinity is NaN, so that its error is the one given.
+  if (km.matmul.all_finite(v0, nk) !== 1) return null;
   new Int32Array(buf, at, 12).set([q0, k0, v0, out0, p0, scratch, Tq, Tk, H, KVH, D, per]);
   run(km, ATTENTION_FORWARD_KERNEL, at, ranges);
   return { out: new Float32Array(buf, out0, nq).slice(), p: new Float32Array(buf, p0, np).slice() };
