@@ -19,7 +19,7 @@ import { exp64 } from "./math.ts";
 import { addForward } from "./residual.ts";
 import { FORCE_REFERENCE } from "./matmul.ts";
 import { assertFinite } from "./tensor.ts";
-import { wasmSilu, wasmSiluBackward } from "./wasm/softmax_wasm.ts";
+import { wasmSilu, wasmSiluBackward, wasmSiluChecked } from "./wasm/softmax_wasm.ts";
 
 const fr = Math.fround;
 
@@ -48,6 +48,23 @@ export function gatedProduct(g: Float32Array, u: Float32Array): Float32Array {
     if (h !== null) return h;
   }
   return gatedProductReference(g, u);
+}
+
+/**
+ * `gatedProduct`, then throws `non_finite_tensor` naming `what` and its first element that is not finite
+ * (`assertFinite`'s error); on the kernels the check is one SIMD pass before h is copied out.
+ */
+function gatedProductFinite(g: Float32Array, u: Float32Array, what: string): Float32Array {
+  if (!FORCE_REFERENCE && g.length >= SILU_MIN_ELEMENTS) {
+    const r = wasmSiluChecked(g, u);
+    if (r !== null) {
+      if (!r.finite) assertFinite(r.h, what); // names the first element that is not finite
+      return r.h;
+    }
+  }
+  const h = gatedProductReference(g, u);
+  assertFinite(h, what);
+  return h;
 }
 
 /** `gatedProduct` by the plain loop that is the definition. */
@@ -104,8 +121,7 @@ export function mlpForward(
 ): { y: Float32Array; cache: MlpCache } {
   const g = linearForward(x, w.gate, N, C, M); // g: [N,M]
   const u = linearForward(x, w.up, N, C, M); // u: [N,M]
-  const h = gatedProduct(g, u); // h: [N,M]
-  assertFinite(h, "mlp hidden");
+  const h = gatedProductFinite(g, u, "mlp hidden"); // h: [N,M]
   const y = linearForward(h, w.down, N, M, C); // y: [N,C]
   return { y, cache: { g, u, h } };
 }

@@ -253,6 +253,18 @@ export function wasmSilu(
   u: Float32Array,
   threads: number = kernelThreads(),
 ): Float32Array | null {
+  return wasmSiluChecked(g, u, threads)?.h ?? null;
+}
+
+/**
+ * `wasmSilu`, and whether every element of h is finite (one SIMD pass, `all_finite`, over h in the kernel
+ * memory before it is copied out).
+ */
+export function wasmSiluChecked(
+  g: Float32Array,
+  u: Float32Array,
+  threads: number = kernelThreads(),
+): { h: Float32Array; finite: boolean } | null {
   const km = kernelMemory();
   if (km === null) return null;
   const n = g.length;
@@ -266,7 +278,8 @@ export function wasmSilu(
   new Float32Array(buf, u0, n).set(u.subarray(0, n));
   new Int32Array(buf, at, 3).set([g0, u0, g0]); // h overwrites g
   run(km, SILU_KERNEL, at, ranges);
-  return new Float32Array(buf, g0, n).slice();
+  const finite = km.matmul.all_finite(g0, n) === 1;
+  return { h: new Float32Array(buf, g0, n).slice(), finite };
 }
 
 /**

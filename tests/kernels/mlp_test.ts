@@ -7,7 +7,7 @@ import {
   mlpBackward,
   mlpForward,
 } from "../../kernels/mlp.ts";
-import { wasmSilu, wasmSiluBackward } from "../../kernels/wasm/softmax_wasm.ts";
+import { wasmSilu, wasmSiluBackward, wasmSiluChecked } from "../../kernels/wasm/softmax_wasm.ts";
 import { adversarial, firstBitDifference, rng as intRng } from "./_matmul_util.ts";
 import { gradcheck, randomArray, rng } from "./_gradcheck.ts";
 
@@ -59,5 +59,37 @@ Deno.test("the gated product's backward on the kernel threads is the reference l
     const auto = gatedProductBackward(g, u, dh);
     assert.equal(firstBitDifference(auto.du, want.du), -1, `n ${n}`);
     assert.equal(firstBitDifference(auto.dg, want.dg), -1, `n ${n}`);
+  }
+});
+
+Deno.test("a gated product that overflows is non_finite_tensor naming its first element, on the kernels as in the loop", () => {
+  const next = rng(41);
+  for (const n of [1024, 1027, 4099]) {
+    const g = randomArray(next, n, 4), u = randomArray(next, n);
+    for (const threads of [1, 2]) assert.equal(wasmSiluChecked(g, u, threads)!.finite, true);
+    for (const at of [0, n >> 1, n - 1]) {
+      const ub = u.slice();
+      ub[at] = 3e38; // g·σ(g) ≈ 3.93 there (g = 4): h = +Infinity
+      g[at] = 4;
+      if (at > 0) [g[at - 1], ub[at - 1]] = [4, -3e38]; // an earlier -Infinity is the one named
+      for (const threads of [1, 2]) {
+        assert.equal(wasmSiluChecked(g, ub, threads)!.finite, false, `${n} ${at}`);
+      }
+      const un = u.slice();
+      un[at] = NaN;
+      assert.equal(wasmSiluChecked(g, un)!.finite, false);
+      const first = gatedProductReference(g, ub).findIndex((v) => !Number.isFinite(v));
+      assert.equal(first, at > 0 ? at - 1 : at);
+      // mlpForward: C = 1, gate = g and up = ub as weights (x = 1), down = 1: h is gatedProduct(g, ub)
+      const w = { gate: g, up: ub, down: new Float32Array(n).fill(1) };
+      const before = [g.slice(), ub.slice()];
+      assert.throws(
+        () => mlpForward(new Float32Array([1]), w, 1, 1, n),
+        (e: Error & { code?: string }) =>
+          e.code === "non_finite_tensor" &&
+          e.message === `Cannot use mlp hidden: element ${first} is ${gatedProductReference(g, ub)[first]}`,
+      );
+      assert.deepEqual([g, ub], before);
+    }
   }
 });
