@@ -81,21 +81,24 @@ export function expectShape(t: Tensor, shape: readonly number[], what: string): 
 
 /** Throws `non_finite_tensor` when any value of `data` is NaN or infinite; `what` names it. */
 export function assertFinite(data: Float32Array, what: string): void {
-  for (let i = 0; i < data.length; i++) {
-    const v = data[i]!;
-    if (v - v !== 0) {
-      throw new ProtocolError("non_finite_tensor", `Cannot use ${what}: element ${i} is ${v}`);
-    }
+  const i = firstNonFinite(data);
+  if (i >= 0) {
+    throw new ProtocolError("non_finite_tensor", `Cannot use ${what}: element ${i} is ${data[i]}`);
   }
 }
 
 /** True when every value of `data[lo, hi)` is finite (not NaN, not ±Infinity): `assertFinite` without the throw. */
 export function allFinite(data: Float32Array, lo = 0, hi: number = data.length): boolean {
+  return firstNonFinite(data, lo, hi) < 0;
+}
+
+/** The index of the first NaN or infinite value of `data[lo, hi)`, or −1 when every one is finite. */
+function firstNonFinite(data: Float32Array, lo = 0, hi: number = data.length): number {
   for (let i = lo; i < hi; i++) {
     const v = data[i]!;
-    if (v - v !== 0) return false;
+    if (v - v !== 0) return i;
   }
-  return true;
+  return -1;
 }
 
 /** True when two tensors have the same shape and the same bits (so +0 differs from -0, and NaN payloads count). */
