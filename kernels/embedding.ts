@@ -9,6 +9,9 @@
  * ```
  */
 import { ProtocolError } from "../core/errors.ts";
+import type { PlusZeroTask } from "./task_ops.ts";
+import { runTasks } from "./task_pool.ts";
+import { allFinite, assertFinite } from "./tensor.ts";
 
 /** Throws `invalid_tensor` unless every id is an integer in [0, V). */
 export function checkIds(ids: Int32Array, V: number, what = "token ids"): void {
@@ -59,4 +62,38 @@ export function embeddingBackwardRows(
     for (let c = 0; c < C; c++) row[c] = Math.fround(row[c]! + dy[t * C + c]!);
   }
   return rows;
+}
+
+/** Elements per task of `embeddingGradient`'s +0 pass: a few tasks per thread for a real vocabulary. */
+export const EMBED_TASK_ELEMENTS = 1 << 20;
+
+/**
+ * The tied embedding's gradient on stage 0, written into `out` [V,C] (which may be `fromHead` itself):
+ * `fround(head part + lookup part)` element by element, the lookup's part given by its non-zero `rows`
+ * (`embeddingBackwardRows`; every other row is +0). Throws `non_finite_tensor` ("embedding gradient") at the
+ * first non-finite element.
+ *
+ * Every element first becomes `fround(head + 0)`, by element ranges on the task pool (each element stands
+ * alone), and then each used row adds its lookup row here. Those are the bits of the one sum: adding +0
+ * changes only −0 (to +0), and −0 + r = +0 + r for every r but −0, which a lookup row (a sum from +0)
+ * never holds.
+ */
+export function embeddingGradient(
+  fromHead: Float32Array,
+  rows: ReadonlyMap<number, Float32Array>,
+  V: number,
+  C: number,
+  out: Float32Array,
+): Float32Array {
+  const n = V * C, tasks: PlusZeroTask[] = [];
+  for (let lo = 0; lo < n; lo += EMBED_TASK_ELEMENTS) {
+    tasks.push({ op: "plus_zero", src: fromHead, dst: out, lo, hi: Math.min(n, lo + EMBED_TASK_ELEMENTS) });
+  }
+  let finite = runTasks(tasks).every((r) => r[0] === 1);
+  for (const [id, row] of rows) {
+    for (let j = 0; j < C; j++) out[id * C + j] = Math.fround(out[id * C + j]! + row[j]!);
+    finite &&= allFinite(out, id * C, id * C + C);
+  }
+  if (!finite) assertFinite(out, "embedding gradient"); // throws at the first
+  return out;
 }

@@ -24,7 +24,7 @@
 import { compareCodePoints } from "../core/canonical.ts";
 import { blockBackward, type BlockCache, blockForward } from "./block.ts";
 import type { ModelConfig } from "./config.ts";
-import { embeddingBackwardRows, embeddingForward } from "./embedding.ts";
+import { embeddingBackwardRows, embeddingForward, embeddingGradient } from "./embedding.ts";
 import type { HeadResult } from "./head.ts";
 import { blockIndex, EMBED_TENSOR, NORM_TENSOR } from "./model.ts";
 import type { RotaryTables } from "./rotary.ts";
@@ -127,17 +127,10 @@ export function stageBackward(
   }
   if (!partition.includes("embed")) return { gradientIn: dy, grads };
   // dEmbed = head's part + the lookup's part, element by element (a row no id used adds +0).
-  const C = c.hidden_size, fromHead = head!.dEmbed;
-  const rows = embeddingBackwardRows(dy, shape.ids, c.vocab_size, C);
-  const dEmbed = options.consume ? fromHead : new Float32Array(fromHead.length); // dEmbed: [V,C]
-  for (const [id, row] of rows) {
-    for (let j = 0; j < C; j++) dEmbed[id * C + j] = Math.fround(fromHead[id * C + j]! + row[j]!);
-  }
-  for (let r = 0; r < c.vocab_size; r++) {
-    if (rows.has(r)) continue;
-    for (let j = r * C; j < (r + 1) * C; j++) dEmbed[j] = Math.fround(fromHead[j]! + 0); // −0 becomes +0
-  }
-  assertFinite(dEmbed, "embedding gradient");
+  const C = c.hidden_size, V = c.vocab_size, fromHead = head!.dEmbed;
+  const rows = embeddingBackwardRows(dy, shape.ids, V, C);
+  const into = options.consume ? fromHead : new Float32Array(fromHead.length);
+  const dEmbed = embeddingGradient(fromHead, rows, V, C, into); // dEmbed: [V,C]
   grads.embed = keep("embed", { [EMBED_TENSOR]: { shape: [c.vocab_size, C], data: dEmbed } });
   grads.norm = keep("norm", { [NORM_TENSOR]: { shape: [C], data: head!.dNorm } });
   return { gradientIn: null, grads };

@@ -1,6 +1,7 @@
 /**
  * The operations the task pool (`task_pool.ts`) runs on any thread: the training step's work outside the
- * matmuls — hashing whole files, SGD over element ranges, the running squared-gradient sums of a stage. Each
+ * matmuls — hashing whole files, SGD over element ranges, the running squared-gradient sums of a stage, the
+ * embedding gradient's +0 over element ranges. Each
  * is a plain loop or one sequential digest over its own inputs, written once here and run by the calling
  * thread or a task worker alike, so which thread runs a task never changes a bit: a task is never split
  * inside one sum or one digest, only different tasks run side by side.
@@ -71,8 +72,21 @@ export interface CopyTask {
   readonly check: boolean;
 }
 
+/**
+ * `dst[i] = fround(src[i] + 0)` for i in [lo, hi) (`dst` may be `src`): −0 becomes +0, every other value
+ * stays (the rows of the embedding gradient no id used, `embeddingGradient`); 1 byte, 1 when every new value
+ * is finite.
+ */
+export interface PlusZeroTask {
+  readonly op: "plus_zero";
+  readonly src: Float32Array;
+  readonly dst: Float32Array;
+  readonly lo: number;
+  readonly hi: number;
+}
+
 /** Any task. */
-export type Task = Sha256Task | ChunkRootTask | SgdTask | SumSquaresTask | CopyTask;
+export type Task = Sha256Task | ChunkRootTask | SgdTask | SumSquaresTask | CopyTask | PlusZeroTask;
 
 /** How many result bytes `task` writes. */
 export function resultBytes(task: Task): number {
@@ -82,6 +96,7 @@ export function resultBytes(task: Task): number {
       return 32;
     case "sgd":
     case "copy":
+    case "plus_zero":
       return 8; // one flag byte, padded so the next float64 result stays aligned
     case "sum_squares":
       return 8 * task.groups.length;
@@ -99,6 +114,7 @@ export function taskCost(task: Task): number {
     case "sum_squares":
       return task.groups.reduce((n, g) => n + g.reduce((m, a) => m + a.byteLength, 0), 0);
     case "copy":
+    case "plus_zero":
       return 2 * 4 * (task.hi - task.lo);
   }
 }
@@ -132,6 +148,9 @@ export function runTask(task: Task, out: Uint8Array): void {
       task.dst.set(task.src.subarray(task.lo, task.hi), task.lo);
       out[0] = !task.check || allFinite(task.dst, task.lo, task.hi) ? 1 : 0;
       return;
+    case "plus_zero":
+      out[0] = plusZeroRange(task.dst, task.src, task.lo, task.hi) ? 1 : 0;
+      return;
   }
 }
 
@@ -151,6 +170,20 @@ export function sgdRange(
   for (let i = lo; i < hi; i++) {
     const v = Math.fround(w[i]! - Math.fround(eta * g[i]!));
     data[i] = v;
+    if (v - v !== 0) finite = false;
+  }
+  return finite;
+}
+
+/**
+ * `dst[i] = fround(src[i] + 0)` for i in [lo, hi) (dst may be src); true when every new value is finite. One
+ * pass that also checks, in place of a second `assertFinite` pass.
+ */
+export function plusZeroRange(dst: Float32Array, src: Float32Array, lo: number, hi: number): boolean {
+  let finite = true;
+  for (let i = lo; i < hi; i++) {
+    const v = Math.fround(src[i]! + 0);
+    dst[i] = v;
     if (v - v !== 0) finite = false;
   }
   return finite;

@@ -62,6 +62,7 @@ function arraysOf(task: Task): readonly ArrayBufferView[] {
     case "sum_squares":
       return task.groups.flat();
     case "copy":
+    case "plus_zero":
       return [task.src, task.dst];
   }
 }
