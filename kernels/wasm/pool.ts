@@ -7,7 +7,8 @@
  * The pool never changes a bit: every job computes whole output elements with the module's one k loop, and
  * which thread computes which columns does not enter any sum. It is lazy (no worker exists before the first
  * call that asks for more than one thread), bounded (at most `MAX_THREADS − 1` workers), and never keeps a
- * process alive: an idle worker exits after `IDLE_MS` (`pool_protocol.ts`) and a later call starts a new one.
+ * process alive: a worker polls for the next call for `SPIN_MS` after its last (so a run of calls pays no
+ * wake-ups), then sleeps; asleep for `IDLE_MS` (`pool_protocol.ts`), it exits and a later call starts a new one.
  * While a worker is starting, its share runs on the calling thread, so results never wait for a start-up.
  * Workers are started only when the worker module may be read (`--allow-read`); otherwise every job runs on
  * the calling thread. Workers inherit the process's permissions (Deno's narrower worker
@@ -16,6 +17,7 @@
  */
 
 import {
+  AWAKE,
   CLOSED,
   controlWords,
   DONE,
@@ -50,6 +52,7 @@ export class KernelPool {
   readonly #spawnedAt: number[];
   #disabled: string | null = null;
   #call = 0;
+  #wakeUps = 0;
 
   /** `size` is the most workers the pool will ever run (the calling thread is not counted). */
   constructor(
@@ -73,18 +76,33 @@ export class KernelPool {
     return n;
   }
 
+  /** How many times a call found a worker asleep and woke it (back-to-back calls find workers awake). */
+  get wakeUps(): number {
+    return this.#wakeUps;
+  }
+
   /** Why workers are not used (null while they may be), e.g. no read permission for the worker module. */
   get disabled(): string | null {
     return this.#disabled;
   }
 
-  /** How many of the first `helpers` workers are idle and ready now (starting the missing ones). */
+  /** How many workers are awake now: polling for the next call (for `SPIN_MS` after their last) or working. */
+  awake(): number {
+    let n = 0;
+    for (let s = 0; s < this.size; s++) {
+      const state = Atomics.load(this.#ctl, slotBase(s));
+      if (state === AWAKE || state === WORK) n++;
+    }
+    return n;
+  }
+
+  /** How many of the first `helpers` workers are ready now, awake or asleep (starting the missing ones). */
   ready(helpers: number): number {
     const n = Math.min(helpers, this.size);
     let idle = 0;
     for (let s = 0; s < n; s++) {
       const state = Atomics.load(this.#ctl, slotBase(s));
-      if (state === IDLE) idle++;
+      if (state === IDLE || state === AWAKE) idle++;
       else if (state === CLOSED) this.#spawn(s);
     }
     return idle;
@@ -129,7 +147,10 @@ export class KernelPool {
       const s = slotBase(slot);
       const state = Atomics.load(ctl, s);
       if (state === CLOSED) this.#spawn(slot);
-      else if (state === IDLE && Atomics.compareExchange(ctl, s, IDLE, WORK) === IDLE) Atomics.notify(ctl, s);
+      else if (state === IDLE && Atomics.compareExchange(ctl, s, IDLE, WORK) === IDLE) {
+        Atomics.notify(ctl, s);
+        this.#wakeUps++;
+      }
     }
     let error: unknown = null;
     takeJobs(ctl, (j) => {

@@ -1,14 +1,17 @@
 /**
  * A kernels worker (started by `pool.ts`): instantiates each kernel module on the shared memory, marks its
- * slot IDLE, then, each time a call is published, takes that call's jobs (`takeJobs`: the function a job row
- * names, on its arguments, e.g. a range of output columns of a matmul) until none is left — until it has
- * been idle for `IDLE_MS`, when it swaps its slot to CLOSED and exits.
+ * slot AWAKE, then, each time a call is published, takes that call's jobs (`takeJobs`: the function a job row
+ * names, on its arguments, e.g. a range of output columns of a matmul) until none is left. Between calls it
+ * polls for the next one for `SPIN_MS`, then sleeps until woken — until it has slept for `IDLE_MS`, when it
+ * swaps its slot to CLOSED and exits.
  * It only reads and writes the shared memory; it needs no permissions.
  * @module
  */
 /// <reference lib="deno.worker" />
 
 import {
+  AWAKE,
+  callPending,
   CLOSED,
   FAILED,
   IDLE,
@@ -16,6 +19,7 @@ import {
   JOB_ARGS,
   jobBase,
   slotBase,
+  SPIN_MS,
   takeJobs,
   WORK,
   type WorkerStart,
@@ -38,19 +42,36 @@ self.onmessage = (e: MessageEvent<WorkerStart>) => {
       return false;
     }
   };
-  Atomics.store(ctl, s, IDLE);
+  Atomics.store(ctl, s, AWAKE);
   Atomics.notify(ctl, s);
-  for (;;) {
-    Atomics.wait(ctl, s, IDLE, IDLE_MS);
-    const state = Atomics.load(ctl, s);
-    if (state === IDLE) {
-      if (Atomics.compareExchange(ctl, s, IDLE, CLOSED) === IDLE) break; // idle too long: exit
-      continue; // the main thread gave us a call just now
-    }
-    if (state !== WORK) continue; // spurious wake-up
+  while (nextCall(ctl, s)) {
     const ok = takeJobs(ctl, run);
-    Atomics.store(ctl, s, ok ? IDLE : FAILED);
+    Atomics.store(ctl, s, ok ? AWAKE : FAILED);
     if (!ok) break;
   }
   self.close();
 };
+
+/**
+ * Waits for a call with slot `s` AWAKE: polls for `SPIN_MS`, then sleeps (IDLE) until the main thread swaps
+ * the slot to WORK and wakes it. True once the slot is WORK; false when it slept `IDLE_MS` and swapped itself
+ * to CLOSED.
+ */
+function nextCall(ctl: Int32Array, s: number): boolean {
+  const until = performance.now() + SPIN_MS;
+  for (let polls = 1;; polls++) {
+    if (callPending(ctl)) {
+      Atomics.store(ctl, s, WORK); // only this worker changes an AWAKE slot
+      return true;
+    }
+    if ((polls & 63) === 0 && performance.now() > until) break;
+  }
+  Atomics.store(ctl, s, IDLE);
+  // A call published while the main thread still saw AWAKE did not wake us: take it now.
+  if (callPending(ctl) && Atomics.compareExchange(ctl, s, IDLE, WORK) === IDLE) return true;
+  for (;;) {
+    const woke = Atomics.wait(ctl, s, IDLE, IDLE_MS);
+    if (Atomics.load(ctl, s) === WORK) return true;
+    if (woke === "timed-out" && Atomics.compareExchange(ctl, s, IDLE, CLOSED) === IDLE) return false;
+  }
+}
