@@ -19,7 +19,9 @@
  * forward", so figures stay comparable across the change. Generation is greedy with the kernels' KV cache
  * (`decode` one token at a time after the prompt), as llama.cpp's is, on the float32 weights as `deno task
  * generate` reads them (resident, prepacked). The first rows are on one kernel thread, as before, so figures
- * stay comparable across changes; then the same on two threads (`NEURO_THREADS` never changes a bit), greedy
+ * stay comparable across changes; then the same on two threads (`NEURO_THREADS` never changes a bit; the
+ * generation row also counts the calls that found a kernel worker asleep, each a wake-up of tens of
+ * microseconds, which a worker polling between one token's calls avoids: `kernels/wasm/pool.ts`), greedy
  * generation with draft-and-verify (`kernels/draft_verify.ts`, the int8 drafter; the same tokens, with its acceptance rate),
  * the training step on two threads, and the step's peak RSS measured in a fresh process per thread count
  * (`_train_step_rss.ts`). When `.cache/venv-torch` (built by the slow suite's torch parity test) can import
@@ -35,6 +37,7 @@ import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
 import { makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
+import { kernelMemory } from "../kernels/wasm/kernel_memory.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { manifestOf } from "../kernels/manifest.ts";
 import { componentNames, componentParameters, type Model } from "../kernels/model.ts";
@@ -142,6 +145,7 @@ if (!present) {
   const THREADS = [1, 2] as const;
   const oursPrompt = THREADS.map((): number[] => []); // seconds per sample
   const oursNext = THREADS.map((): number[] => []); // seconds per token, per sample
+  const wakeUps = THREADS.map(() => 0); // calls that found a kernel worker asleep, over every generated token
   const oursForward: number[] = []; // seconds per sample, one thread, the training forward (forwardLogits)
   const drafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
   const step = THREADS.map(() => ({ seconds: Infinity, peak: NaN, loss: NaN }));
@@ -200,12 +204,14 @@ if (!present) {
       );
       const cache = new KvCache(c);
       let logits = decode(model, cache, ids, tables);
+      const woken = kernelMemory()?.pool.wakeUps ?? 0;
       const t0 = performance.now();
       for (let i = 0; i < GENERATED; i++) {
         const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
         logits = decode(model, cache, [next], tables);
       }
       oursNext[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
+      wakeUps[ti]! += (kernelMemory()?.pool.wakeUps ?? 0) - woken;
       b.end();
     });
     Deno.bench(`ours: ${DRAFTED} tokens generated after ${T} (draft-and-verify)${suffix}`, {
@@ -305,6 +311,10 @@ if (!present) {
     row("prompt processing (tokens/s)", ours(oursPrompt, T), pp);
     row("generation, KV cache (tokens/s)", ours(oursNext, 1), tg);
     row("generation, draft-and-verify (tokens/s)", drafted.map((p) => 1 / p.seconds), tg);
+    const woken = wakeUps.map((w, i) => (w / (oursNext[i]!.length * GENERATED)).toFixed(2));
+    console.log(
+      `| generation, kernel worker wake-ups per token | ${woken[0]} | | ${woken[1]} | | |`,
+    );
     const rate = drafted.map((d) => `${d.accepted}/${d.drafted} (${f((100 * d.accepted) / d.drafted)}%)`);
     console.log(`| draft-and-verify acceptance | ${rate[0]} | | ${rate[1]} | | |`);
     row("training step (steps/s)", step.map((p) => 1 / p.seconds), NaN);
