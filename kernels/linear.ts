@@ -8,7 +8,7 @@
  * const y = linearForward(new Float32Array([1, 2]), new Float32Array([1, 0, 0, 1, 1, 1]), 1, 2, 3); // [1, 2, 3]
  * ```
  */
-import { matmulFinite } from "./matmul.ts";
+import { matmulFinite, matmulGroupFinite } from "./matmul.ts";
 import { assertFinite } from "./tensor.ts";
 
 /** x [N,I], W [O,I] → y [N,O] = x·Wᵀ. */
@@ -22,6 +22,26 @@ export function linearForward(
   const y = new Float32Array(N * O); // y: [N,O]
   if (!matmulFinite(x, w, y, N, I, O, "nt")) assertFinite(y, "linear output"); // throws at the first
   return y;
+}
+
+/**
+ * x [N,I], each W_g [O_g,I] → y_g [N,O_g] = x·W_gᵀ: the layers of one input (q, k and v; gate and up) in one
+ * matmul call (`matmulGroupFinite`), each y_g the bits of `linearForward(x, W_g, N, I, O_g)` and the same
+ * error for the first that is not finite.
+ */
+export function linearForwardGroup<W extends readonly Float32Array[]>(
+  x: Float32Array,
+  ws: W,
+  N: number,
+  I: number,
+  Os: { readonly [G in keyof W]: number },
+): { [G in keyof W]: Float32Array } {
+  const ys = Os.map((O) => new Float32Array(N * O)); // y_g: [N,O_g]
+  const finite = matmulGroupFinite(x, ws, ys, N, I, Os);
+  ys.forEach((y, g) => {
+    if (!finite[g]) assertFinite(y, "linear output"); // throws at the first
+  });
+  return ys as { [G in keyof W]: Float32Array };
 }
 
 /**

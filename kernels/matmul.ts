@@ -39,6 +39,7 @@ import { ProtocolError } from "../core/errors.ts";
 import { allFinite } from "./tensor.ts";
 import { kernelThreads } from "./threads.ts";
 import { wasmMatmul, wasmMatmulAvailable, wasmMatmulFits } from "./wasm/matmul_wasm.ts";
+import { wasmMatmulGroup } from "./wasm/matmul_group_wasm.ts";
 
 /** How A and B are stored: first letter A ("n" [M,K] / "t" [K,M]), second letter B ("n" [K,N] / "t" [N,K]). */
 export type MatmulLayout = "nn" | "nt" | "tn" | "tt";
@@ -90,6 +91,42 @@ export function matmulFinite(
   layout: MatmulLayout = "nn",
 ): boolean {
   return run(a, b, out, M, K, N, layout, true);
+}
+
+/**
+ * `matmulFinite(a, bs[g], outs[g], M, K, Ns[g], "nt")` for every g — the linear layers of one input (q, k
+ * and v; gate and up) — with the same bits and results. On the WebAssembly path, for weights made resident
+ * with their panels packed together, it is one call (`wasmMatmulGroup`): A copied in and packed once, and
+ * one pool call for the columns of every B.
+ */
+export function matmulGroupFinite(
+  a: Float32Array,
+  bs: readonly Float32Array[],
+  outs: readonly Float32Array[],
+  M: number,
+  K: number,
+  Ns: readonly number[],
+): boolean[] {
+  if (outs.length !== bs.length || Ns.length !== bs.length) {
+    throw new ProtocolError(
+      "invalid_tensor",
+      `Cannot multiply a group of matrices: ${bs.length} B, ${outs.length} outputs and ${Ns.length} widths`,
+    );
+  }
+  bs.forEach((b, g) => validateMatmul(a, b, outs[g]!, M, K, Ns[g]!, "nt"));
+  const wide = Ns.reduce((s, N) => s + N, 0);
+  if (
+    !FORCE_REFERENCE && Ns.every((N) => M * K * N >= WASM_MIN_WORK) && wasmMatmulAvailable() &&
+    wasmMatmulFits(M, K, wide)
+  ) {
+    try {
+      const views = outs.map((out, g) => out.subarray(0, M * Ns[g]!));
+      return wasmMatmulGroup(a, bs, views, M, K, Ns, kernelThreads(), true);
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e; // the wasm memory could not grow: one by one, the same bits
+    }
+  }
+  return bs.map((b, g) => run(a, b, outs[g]!, M, K, Ns[g]!, "nt", true));
 }
 
 function run(

@@ -160,17 +160,52 @@ export function wasmMatmul(
   threads: number = kernelThreads(),
   check = false,
 ): boolean {
+  const packed = packedB(b, layout[1] === "t" ? 1 : 0, K, N);
+  const at = packed ?? (isResident(b) ? b.byteOffset : null);
+  const c = matmulInMemory(
+    a,
+    M,
+    K,
+    N,
+    layout,
+    threads,
+    at !== null ? { at, packed: packed !== null } : {
+      at,
+      fill: (to, buf) => copyFloats(b.subarray(0, K * N), new Float32Array(buf, to, K * N), false, threads),
+    },
+  );
+  return copyFloats(new Float32Array(kernelMemory()!.memory.buffer, c, M * N), out, check, threads);
+}
+
+/**
+ * Where B of a call in the kernel memory is: at `at` when it is there already (resident; with `packed`, its
+ * panels packed by `makeResident`), else `fill` copies it to the offset it is given.
+ */
+export type MatmulB =
+  | { readonly at: number; readonly packed: boolean }
+  | { readonly at: null; readonly fill: (at: number, buf: ArrayBufferLike) => void };
+
+/**
+ * The body of `wasmMatmul` up to its output: lays out the call, copies A (and B, by `b.fill`) in, runs the
+ * jobs of its column ranges, and returns the byte offset of C [M,N] in the kernel memory (valid until the
+ * next call). Throws as `wasmMatmul` does.
+ */
+export function matmulInMemory(
+  a: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: MatmulLayout,
+  threads: number,
+  b: MatmulB,
+): number {
   const km = kernelMemory();
   if (km === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
   let ranges = columnSplit(M, K, N, threads);
   if (ranges.length > 1 && km.pool.ready(ranges.length - 1) === 0 && km.pool.disabled !== null) {
     ranges = [[0, N]]; // no workers will come: one range avoids packing A again for nothing
   }
-  const packed = packedB(b, layout[1] === "t" ? 1 : 0, K, N);
-  const inPlace = {
-    a: isResident(a) ? a.byteOffset : null,
-    b: packed ?? (isResident(b) ? b.byteOffset : null),
-  };
+  const inPlace = { a: isResident(a) ? a.byteOffset : null, b: b.at };
   let at = layoutFor(M, K, N, ranges.length, km.matmul, inPlace);
   if (at.end > MAX_BYTES) {
     ranges = [[0, N]];
@@ -184,14 +219,13 @@ export function wasmMatmul(
   if (inPlace.a === null) {
     copyFloats(a.subarray(0, M * K), new Float32Array(buf, at.a, M * K), false, threads);
   }
-  if (inPlace.b === null) {
-    copyFloats(b.subarray(0, K * N), new Float32Array(buf, at.b, K * N), false, threads);
-  }
+  if (b.at === null) b.fill(at.b, buf);
   const aT = layout[0] === "t" ? 1 : 0, bT = layout[1] === "t" ? 1 : 0;
   // One row on prepacked panels (decoding a token): the matvec, which computes no padding rows; A [1,K] is
   // the same K contiguous floats whichever its layout.
-  const matvec = M === 1 && packed !== null;
-  const flags = (packed === null ? 0 : 1) | (at.ab << 1); // bit 0: B prepacked; bit 1: A packed broadcast
+  const packed = b.at !== null && b.packed;
+  const matvec = M === 1 && packed;
+  const flags = (packed ? 1 : 0) | (at.ab << 1); // bit 0: B prepacked; bit 1: A packed broadcast
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
     if (matvec) return [MATVEC_KERNEL, at.a, at.b, at.c, scr, K, N, lo, hi];
@@ -202,7 +236,7 @@ export function wasmMatmul(
     : (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
   else km.pool.run(jobs, run);
-  return copyFloats(new Float32Array(buf, at.c, M * N), out, check, threads);
+  return at.c;
 }
 
 /** Resident matrices whose panels are also packed once (`makeResident`): where, and for which use as B. */
@@ -225,30 +259,47 @@ export function packedB(b: Float32Array, bT: number, K: number, N: number): numb
  * read the panels in place instead of packing the weight again on every call; that doubles the resident
  * bytes (the plain values stay, for every other use). For a model that is only run (generation): the
  * memory is never given back, and the tensors must not be written afterwards (the copies would no longer be
- * theirs). Returns the bytes moved and packed (0 when the kernels are unavailable).
+ * theirs). The panels of the matrices of a component named in one list of `together` (the layers of one
+ * input, e.g. a block's q, k and v) are packed one after another in that order, so `wasmMatmulGroup` reads
+ * them as one B. Returns the bytes moved and packed (0 when the kernels are unavailable).
  */
 export function makeResident(
   components: Record<string, Tensors>,
-  options: { prepack?: boolean } = {},
+  options: { prepack?: boolean; together?: readonly (readonly string[])[] } = {},
 ): number {
   const km = kernelMemory();
   if (km === null) return 0;
   const prepack = options.prepack ?? true;
+  const first: readonly string[] = (options.together ?? []).flat();
   let moved = 0;
   for (const tensors of Object.values(components)) {
-    for (const [name, t] of Object.entries(tensors)) {
-      if (t.shape.length !== 2 || isResident(t.data)) continue;
+    const names = Object.keys(tensors).filter((n) =>
+      tensors[n]!.shape.length === 2 && !isResident(tensors[n]!.data)
+    );
+    for (const name of names) {
+      const t = tensors[name]!;
       const view = residentFloat32(km, allocResident(km, t.data.byteLength), t.data.length);
       view.set(t.data);
       tensors[name] = { shape: t.shape, data: view };
       moved += t.data.byteLength;
-      if (!prepack) continue;
-      const [N, K] = t.shape as [number, number];
-      const bytes = Math.ceil(N / 12) * K * 48;
-      const at = allocResident(km, bytes);
-      km.matmul.pack_b_all(view.byteOffset, at, K, N, 1);
-      PACKED.set(view, { at, bT: 1, K, N });
-      moved += bytes;
+    }
+    if (!prepack) continue;
+    const panels = (name: string) => Math.ceil(tensors[name]!.shape[0]! / 12) * tensors[name]!.shape[1]! * 48;
+    const groups = [
+      ...(options.together ?? []).map((g) => g.filter((n) => names.includes(n))),
+      ...names.filter((n) => !first.includes(n)).map((n) => [n]),
+    ];
+    for (const group of groups) {
+      // a group's panels in one allocation, one after another: one run of panels
+      let at = allocResident(km, group.reduce((n, name) => n + panels(name), 0));
+      for (const name of group) {
+        const { shape, data: view } = tensors[name]!;
+        const [N, K] = shape as [number, number];
+        km.matmul.pack_b_all(view.byteOffset, at, K, N, 1);
+        PACKED.set(view, { at, bT: 1, K, N });
+        moved += panels(name);
+        at += panels(name);
+      }
     }
   }
   return moved;
