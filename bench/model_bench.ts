@@ -29,6 +29,7 @@
  * ATEN_CPU_CAPABILITY=default, MKL_ENABLE_INSTRUCTIONS=SSE4_2) and the ratio printed. The 1-minute load
  * average is printed beside the figures: on a shared machine, compare ratios within one run.
  */
+import { SHARED_INPUTS } from "../kernels/block.ts";
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
 import { tokenizerFromGguf } from "../kernels/gguf_tokenizer.ts";
@@ -116,7 +117,7 @@ if (!present) {
   const file = readGguf(await Deno.readFile(PATH));
   const model = modelFromGguf(file);
   // As deno task generate does: weights read in place by every matmul, prepacked for the linear layers.
-  makeResident(model.components);
+  makeResident(model.components, { together: SHARED_INPUTS });
   const tok = tokenizerFromGguf(file);
   const ids = new Tokenizer(tok.tokenizer, {}).encode(TEXT).ids.slice(0, T);
   const c = model.config;

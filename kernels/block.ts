@@ -17,7 +17,7 @@
  */
 import { attentionBackward, type AttentionCache, attentionForward } from "./attention.ts";
 import { headDim, type ModelConfig } from "./config.ts";
-import { linearBackward, linearForward } from "./linear.ts";
+import { linearBackward, linearForward, linearForwardGroup } from "./linear.ts";
 import { mlpBackward, type MlpCache, mlpForward } from "./mlp.ts";
 import { addForward } from "./residual.ts";
 import { rmsnormBackward, type RmsnormCache, rmsnormForward } from "./rmsnorm.ts";
@@ -56,9 +56,9 @@ export function blockForward(
   const N = B * T, C = c.hidden_size, H = c.num_attention_heads, KVH = c.num_key_value_heads, D = headDim(c);
   const KV = KVH * D, M = c.intermediate_size;
   const { y: n1, cache: norm1 } = rmsnormForward(x, w(p, "input_layernorm.weight"), N, C, c.rms_norm_eps);
-  const q = rotaryForward(linearForward(n1, w(p, "self_attn.q_proj.weight"), N, C, C), tables, B, T, H, D);
-  const k = rotaryForward(linearForward(n1, w(p, "self_attn.k_proj.weight"), N, C, KV), tables, B, T, KVH, D);
-  const v = linearForward(n1, w(p, "self_attn.v_proj.weight"), N, C, KV); // v: [N,KV]
+  const [qn, kn, v] = linearForwardGroup(n1, qkvWeightsOf(p), N, C, [C, KV, KV]); // qn: [N,C]; kn, v: [N,KV]
+  const q = rotaryForward(qn, tables, B, T, H, D);
+  const k = rotaryForward(kn, tables, B, T, KVH, D);
   const { out: a, cache: attn } = attentionForward(q, k, v, { B, Tq: T, Tk: T, H, KVH, D });
   const h = addForward(x, linearForward(a, w(p, "self_attn.o_proj.weight"), N, C, C)); // h: [N,C]
   const { y: n2, cache: norm2 } = rmsnormForward(
@@ -72,6 +72,21 @@ export function blockForward(
   const { y: m, cache: mlp } = mlpForward(n2, mlpWeights, N, C, M);
   const y = addForward(h, m); // y: [N,C]
   return { y, cache: { x, n1, norm1, q, k, v, attn, a, h, n2, norm2, mlp } };
+}
+
+/**
+ * The weights of a block that multiply one input, as grouped by `blockForward` (`linearForwardGroup`): for a
+ * resident model, `makeResident(components, { together: SHARED_INPUTS })` packs each group as one B.
+ */
+export const SHARED_INPUTS = [
+  ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"],
+  ["mlp.gate_proj.weight", "mlp.up_proj.weight"],
+] as const;
+
+/** The attention's q, k and v projection weights of a block, in that order (they share their input). */
+export function qkvWeightsOf(p: Tensors): [Float32Array, Float32Array, Float32Array] {
+  const [q, k, v] = SHARED_INPUTS[0];
+  return [w(p, q), w(p, k), w(p, v)];
 }
 
 /** The MLP weights of a block. */

@@ -15,12 +15,12 @@
  */
 import { ProtocolError } from "../core/errors.ts";
 import { attentionForward } from "./attention.ts";
-import { blockForward, mlpWeightsOf } from "./block.ts";
+import { blockForward, mlpWeightsOf, qkvWeightsOf } from "./block.ts";
 import { headDim, type ModelConfig } from "./config.ts";
 import { argmax } from "./cross_entropy.ts";
 import { embeddingForward } from "./embedding.ts";
 import { headLogits } from "./head.ts";
-import { linearForward } from "./linear.ts";
+import { linearForward, linearForwardGroup } from "./linear.ts";
 import { mlpForward } from "./mlp.ts";
 import { blockName, EMBED_TENSOR, type Model } from "./model.ts";
 import { addForward } from "./residual.ts";
@@ -124,25 +124,14 @@ function blockDecode(
     KV = KVH * D;
   const at = cache.length, skip = Tn - keep;
   const n1 = rmsnormOutput(x, w(p, "input_layernorm.weight"), Tn, C, c.rms_norm_eps);
-  const q = rotaryForward(
-    linearForward(n1.subarray(skip * C), w(p, "self_attn.q_proj.weight"), keep, C, C),
-    tables,
-    1,
-    keep,
-    H,
-    D,
-    at + skip,
-  );
-  const k = rotaryForward(
-    linearForward(n1, w(p, "self_attn.k_proj.weight"), Tn, C, KV),
-    tables,
-    1,
-    Tn,
-    KVH,
-    D,
-    at,
-  );
-  const v = linearForward(n1, w(p, "self_attn.v_proj.weight"), Tn, C, KV);
+  const [wq, wk, wv] = qkvWeightsOf(p);
+  // q, k and v in one matmul call when every row's query is wanted; else q of the kept rows alone
+  const [qn, kn, v] = skip === 0 ? linearForwardGroup(n1, [wq, wk, wv] as const, Tn, C, [C, KV, KV]) : [
+    linearForward(n1.subarray(skip * C), wq, keep, C, C),
+    ...linearForwardGroup(n1, [wk, wv] as const, Tn, C, [KV, KV]),
+  ];
+  const q = rotaryForward(qn, tables, 1, keep, H, D, at + skip); // q: [keep,C]
+  const k = rotaryForward(kn, tables, 1, Tn, KVH, D, at); // k: [Tn,KV]
   cache.k[layer]!.set(k, at * KV);
   cache.v[layer]!.set(v, at * KV);
   const Tk = at + Tn;

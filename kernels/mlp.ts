@@ -14,7 +14,7 @@
  * const { y } = mlpForward(x, w, 1, C, M);
  * ```
  */
-import { linearBackward, linearForward } from "./linear.ts";
+import { linearBackward, linearForward, linearForwardGroup } from "./linear.ts";
 import { exp64 } from "./math.ts";
 import { addForward } from "./residual.ts";
 import { FORCE_REFERENCE } from "./matmul.ts";
@@ -119,8 +119,7 @@ export function mlpForward(
   C: number,
   M: number,
 ): { y: Float32Array; cache: MlpCache } {
-  const g = linearForward(x, w.gate, N, C, M); // g: [N,M]
-  const u = linearForward(x, w.up, N, C, M); // u: [N,M]
+  const [g, u] = linearForwardGroup(x, [w.gate, w.up] as const, N, C, [M, M]); // g, u: [N,M]
   const h = gatedProductFinite(g, u, "mlp hidden"); // h: [N,M]
   const y = linearForward(h, w.down, N, M, C); // y: [N,C]
   return { y, cache: { g, u, h } };

@@ -7,6 +7,7 @@
  * accepted, 52 vs 71 ms a token on one thread, 60 vs 78 on two).
  */
 import { ObjectStore } from "../core/object_store.ts";
+import { SHARED_INPUTS } from "../kernels/block.ts";
 import { type Drafter, Q8Drafter } from "../kernels/draft.ts";
 import { type DraftStats, generateDrafted } from "../kernels/draft_verify.ts";
 import { loadManifest, readComponent } from "../kernels/manifest.ts";
@@ -66,7 +67,8 @@ export async function loadSession(objects: string, root: string, draft = false):
     `${live ? "\r" : ""}loaded model ${root.slice(0, 12)}… (${manifest.parameters} parameters)       \n`,
   );
   const model = { config, components };
-  makeResident(components); // the weights stay put in the kernels' memory: no copy per matmul
+  // the weights stay put in the kernels' memory (no copy per matmul), each block's groups packed as one B
+  makeResident(components, { together: SHARED_INPUTS });
   let drafter: Drafter | null = null;
   if (draft && q8Available() && Q8Drafter.supports(model)) {
     drafter = new Q8Drafter(model);

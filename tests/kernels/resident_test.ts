@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { SHARED_INPUTS } from "../../kernels/block.ts";
 import { PRESETS } from "../../kernels/config.ts";
 import { Q8Drafter } from "../../kernels/draft.ts";
 import { generateDrafted } from "../../kernels/draft_verify.ts";
@@ -12,6 +13,7 @@ import {
   residentFloat32,
 } from "../../kernels/wasm/kernel_memory.ts";
 import { makeResident, packedB, wasmMatmul } from "../../kernels/wasm/matmul_wasm.ts";
+import { panelRun } from "../../kernels/wasm/matmul_group_wasm.ts";
 import { adversarial, firstBitDifference, LAYOUTS, rng, uniform } from "./_matmul_util.ts";
 
 function resident(x: Float32Array): Float32Array {
@@ -42,30 +44,37 @@ Deno.test("matmul reads resident A and B in place and gives the same bits as cop
   }
 });
 
-Deno.test("a resident model generates the same tokens and logits as the same model in ordinary arrays", () => {
-  const plain = initModel(PRESETS.devnet, 8), moved = initModel(PRESETS.devnet, 8);
-  for (const m of [plain, moved]) {
-    for (const c of Object.values(m.components)) {
-      for (const t of Object.values(c)) t.data.forEach((v, i) => t.data[i] = Math.fround(v * 6));
+for (const together of [[], SHARED_INPUTS]) {
+  Deno.test(`a resident model generates the same tokens and logits as the same model in ordinary arrays, ${together.length} groups packed together`, () => {
+    const plain = initModel(PRESETS.devnet, 8), moved = initModel(PRESETS.devnet, 8);
+    for (const m of [plain, moved]) {
+      for (const c of Object.values(m.components)) {
+        for (const t of Object.values(c)) t.data.forEach((v, i) => t.data[i] = Math.fround(v * 6));
+      }
     }
-  }
-  const matrices = Object.values(moved.components).flatMap((c) => Object.values(c)).filter((t) =>
-    t.shape.length === 2
-  );
-  const bytes = makeResident(moved.components);
-  // Each matrix [R, C] is moved (R·C floats) and packed for y = x·Wᵀ (ceil(R/12)·12·C floats).
-  assert.equal(
-    bytes,
-    matrices.reduce((n, t) => n + t.data.byteLength + Math.ceil(t.shape[0]! / 12) * 48 * t.shape[1]!, 0),
-  );
-  assert.ok(isResident(moved.components.embed!["embed_tokens.weight"]!.data));
-  assert.equal(makeResident(moved.components), 0); // already resident
-  const prompt = [3, 99, 1000, 7];
-  const want = generate(plain, prompt, 12);
-  const got = generateDrafted(moved, prompt, 12, { drafter: new Q8Drafter(moved) });
-  assert.deepEqual(got.tokens, want.tokens);
-  got.logits.forEach((l, i) => assert.equal(firstBitDifference(l, want.logits[i]!), -1, `token ${i}`));
-});
+    const matrices = Object.values(moved.components).flatMap((c) => Object.values(c)).filter((t) =>
+      t.shape.length === 2
+    );
+    const bytes = makeResident(moved.components, { together });
+    // Each matrix [R, C] is moved (R·C floats) and packed for y = x·Wᵀ (ceil(R/12)·12·C floats).
+    assert.equal(
+      bytes,
+      matrices.reduce((n, t) => n + t.data.byteLength + Math.ceil(t.shape[0]! / 12) * 48 * t.shape[1]!, 0),
+    );
+    assert.ok(isResident(moved.components.embed!["embed_tokens.weight"]!.data));
+    assert.equal(makeResident(moved.components), 0); // already resident
+    const prompt = [3, 99, 1000, 7];
+    const want = generate(plain, prompt, 12);
+    const got = generateDrafted(moved, prompt, 12, { drafter: new Q8Drafter(moved) });
+    assert.deepEqual(got.tokens, want.tokens);
+    got.logits.forEach((l, i) => assert.equal(firstBitDifference(l, want.logits[i]!), -1, `token ${i}`));
+    const block = moved.components.block_000!, K = PRESETS.devnet.hidden_size;
+    for (const group of together) {
+      const ws = group.map((n) => block[n]!.data), Ns = group.map((n) => block[n]!.shape[0]!);
+      assert.ok(panelRun(ws, K, Ns) !== null, `${group} packed as one run`);
+    }
+  });
+}
 
 Deno.test("a prepacked resident weight gives the reference's bits as B of y = x·Wᵀ, and is packed per call otherwise", () => {
   const next = rng(83);

@@ -9,6 +9,7 @@
  * the kernel threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
  */
 import { sha256Hex } from "../../core/digest.ts";
+import { SHARED_INPUTS } from "../../kernels/block.ts";
 import { readGguf } from "../../kernels/gguf.ts";
 import { modelFromGguf } from "../../kernels/gguf_model.ts";
 import { type Drafter, Q8Drafter } from "../../kernels/draft.ts";
@@ -58,10 +59,11 @@ const answer = (g: Generation) => ({
   logits: sha256Hex(new Uint8Array(g.logits.flatMap((l) => [...new Uint8Array(l.slice().buffer)]))),
 });
 const greedy = answer(generate(model, PROBE_PROMPT, 16));
-// From here on the weights are resident and prepacked (as in deno task generate): the drafted answers and
-// the training step read them there.
-makeResident(model.components);
-// Decoding one token at a time on the resident weights reads their prepacked panels (matvec).
+// From here on the weights are resident and prepacked, each block's groups packed together (as in deno task
+// generate): the drafted answers and the training step read them there.
+makeResident(model.components, { together: SHARED_INPUTS });
+// Decoding one token at a time on the resident weights reads their prepacked panels (matvec), q, k and v in
+// one call, gate and up in one.
 const resident = answer(generate(model, PROBE_PROMPT, 16));
 const q8 = new Q8Drafter(model);
 let n = 0;
