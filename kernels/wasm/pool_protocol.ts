@@ -54,7 +54,7 @@ export const AWAKE = 5;
 
 /**
  * How long a worker polls for the next call after its jobs before it sleeps: longer than the gaps between one
- * generated token's calls (at most ~0.35 ms between the 151 calls of a SmolLM2 token here, the widest
+ * generated token's calls (at most ~0.35 ms between the calls of a SmolLM2 token here, the widest
  * being the argmax between tokens), short enough that a worker left idle gives its core back at once.
  */
 export const SPIN_MS = 0.5;
