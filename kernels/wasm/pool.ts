@@ -39,17 +39,20 @@ import { workerRefusal } from "../worker_access.ts";
 const WORKER_URL = new URL("./pool_worker.ts", import.meta.url);
 const SPINS = 4096; // polls of the done counter before the calling thread sleeps on it
 /**
- * The shortest time between two starts of a worker in one slot. Starting a worker blocks the calling thread
- * until the worker's isolate exists (tens of milliseconds, far more on a loaded machine), so a slot whose
- * worker exited is refilled at most this often.
+ * Starting a worker blocks the calling thread until the worker's isolate exists (8–23 ms here, far more on a
+ * loaded machine), so a slot is refilled only once `START_SHARE` times its last start's blocking time has
+ * passed since that start: starts take at most 1/20 of the calling thread's time. A start of up to 100 ms
+ * allows a refill sooner than a worker can exit (`IDLE_MS` asleep), so a call after an idle exit (requests a
+ * few seconds apart) gets its worker back at once; a start that took a second allows the next 20 s later.
  */
-const RESPAWN_MS = 5000;
+const START_SHARE = 20;
 
 /** Runs jobs (a kernel index and its i32 arguments each) on the calling thread and up to `size` workers. */
 export class KernelPool {
   readonly #ctl: Int32Array;
   readonly #started: boolean[];
   readonly #spawnedAt: number[];
+  readonly #startMs: number[]; // how long each slot's last start blocked the calling thread
   #disabled: string | null = null;
   #call = 0;
   #wakeUps = 0;
@@ -64,6 +67,7 @@ export class KernelPool {
     for (let s = 0; s < size; s++) this.#ctl[slotBase(s)] = CLOSED;
     this.#started = new Array(size).fill(false);
     this.#spawnedAt = new Array(size).fill(-Infinity);
+    this.#startMs = new Array(size).fill(0);
   }
 
   /** How many workers exist now (starting, idle or working; not those that exited). */
@@ -186,10 +190,11 @@ export class KernelPool {
       this.#started[slot] = true;
     }
     const s = slotBase(slot), now = performance.now();
-    if (now - this.#spawnedAt[slot]! < RESPAWN_MS) return;
+    if (now - this.#spawnedAt[slot]! < START_SHARE * this.#startMs[slot]!) return;
     if (Atomics.compareExchange(this.#ctl, s, CLOSED, STARTING) !== CLOSED) return;
-    this.#spawnedAt[slot] = now;
     const worker = new Worker(WORKER_URL, { type: "module" });
+    this.#spawnedAt[slot] = now;
+    this.#startMs[slot] = performance.now() - now;
     worker.onerror = (e) => {
       e.preventDefault();
       this.#disabled = `a worker failed to start: ${e.message}`;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { KernelPool } from "../../../kernels/wasm/pool.ts";
-import { SPIN_MS } from "../../../kernels/wasm/pool_protocol.ts";
+import { IDLE_MS, SPIN_MS } from "../../../kernels/wasm/pool_protocol.ts";
 import { matmulWasmBytes } from "../../../kernels/wasm/matmul_wasm.ts";
 
 // A job that computes nothing: the matmul kernel on M = K = N = 0 and the empty column range [0, 0).
@@ -123,4 +123,75 @@ Deno.test("a worker stays awake for SPIN_MS after a call, then sleeps, and a cal
   const asleep = pool.wakeUps;
   assert.ok(workerTakesOne(), "the sleeping worker took no job of 500 calls"); // woken by the call
   assert.ok(pool.wakeUps > asleep);
+});
+
+// A pool of one worker whose `new Worker` blocks the calling thread at least `slowMs` more (Deno's own
+// Worker, wrapped), and a record of each start's time and blocking.
+function timedPool(slowMs: number) {
+  const starts: { at: number; ms: number }[] = [];
+  const Base = globalThis.Worker;
+  globalThis.Worker = class extends Base {
+    constructor(url: string | URL, options?: WorkerOptions) {
+      const at = performance.now();
+      super(url, options);
+      while (performance.now() - at < slowMs) {
+        /* a start on a loaded machine */
+      }
+      starts.push({ at, ms: performance.now() - at });
+    }
+  };
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
+  const pool = new KernelPool(
+    [[new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>), "matmul"]],
+    memory,
+    1,
+  );
+  return { pool, starts, restore: () => (globalThis.Worker = Base) };
+}
+
+// Until the pool's worker exits after its idle timeout (asleep IDLE_MS).
+async function idleExit(pool: KernelPool): Promise<void> {
+  const until = performance.now() + IDLE_MS + 3000;
+  while (pool.workers() !== 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(pool.workers(), 0, `the worker still exists ${IDLE_MS + 3000} ms after its last call`);
+}
+
+Deno.test("a call after a worker's idle exit starts a new worker at once", async () => {
+  const { pool, starts, restore } = timedPool(0);
+  try {
+    assert.equal(await pool.whenReady(1), 1);
+    pool.run([NOTHING, NOTHING], () => {});
+    await idleExit(pool);
+    const since = performance.now() - starts[0]!.at;
+    // A start blocks for 8–23 ms here, so 20 of them have passed well before the exit (on a machine where one
+    // took over 100 ms, wait until they have).
+    await new Promise((r) => setTimeout(r, Math.max(0, 20 * starts[0]!.ms - since)));
+    pool.run([NOTHING, NOTHING], () => {}); // requests a few seconds apart: each finds the slot CLOSED
+    assert.equal(starts.length, 2, `no new worker ${since.toFixed(0)} ms after the first start`);
+    assert.equal(pool.workers(), 1);
+    assert.equal(await pool.whenReady(1), 1);
+  } finally {
+    restore();
+  }
+});
+
+Deno.test("a slot whose start blocked the caller long is refilled only 20 such starts later", async () => {
+  const { pool, starts, restore } = timedPool(150); // 150 ms each: the next start only 3 s after this one
+  try {
+    assert.equal(await pool.whenReady(1), 1);
+    pool.run([NOTHING, NOTHING], () => {});
+    await idleExit(pool);
+    const allowed = starts[0]!.at + 20 * starts[0]!.ms;
+    assert.ok(performance.now() < allowed, "the worker exited after the refill was allowed");
+    for (let calls = 0; calls < 100; calls++) pool.run([NOTHING, NOTHING], () => {}); // each runs here, none starts
+    assert.equal(pool.ready(1), 0);
+    assert.equal(starts.length, 1);
+    assert.equal(pool.workers(), 0);
+    await new Promise((r) => setTimeout(r, allowed - performance.now() + 10));
+    pool.run([NOTHING, NOTHING], () => {});
+    assert.equal(starts.length, 2);
+    assert.equal(await pool.whenReady(1), 1);
+  } finally {
+    restore();
+  }
 });
