@@ -141,3 +141,44 @@ Deno.test("a process whose steps used task workers exits by itself soon after it
   assert.ok(performance.now() - t0 < 20_000, "the process did not exit");
   startTaskWorkers(1); // no-op: one thread needs no worker
 });
+
+Deno.test({
+  name:
+    "a task worker does not keep a run's shared buffer alive once the run is over and the caller dropped it",
+  ignore: Deno.build.os !== "linux", // reads the process's resident memory from /proc
+  fn: async () => {
+    const script = `
+      import { setFlagsFromString } from "node:v8";
+      import { runInNewContext } from "node:vm";
+      import { runTasks, startTaskWorkers } from ${
+      JSON.stringify(new URL("../../kernels/task_pool.ts", import.meta.url).href)
+    };
+      setFlagsFromString("--expose-gc");
+      const gc = runInNewContext("gc");
+      const status = () => Deno.readTextFileSync("/proc/self/status");
+      const rss = () => Number(/VmRSS:\\s+(\\d+) kB/.exec(status())[1]) / 1024;
+      startTaskWorkers(2);
+      await new Promise((r) => setTimeout(r, 1500)); // the worker has loaded; its collections are due
+      let big = new Float32Array(new SharedArrayBuffer(256 << 20)); // 256 MB, every page written below
+      const n = big.length;
+      const half = (k) => ({ op: "plus_zero", src: big, dst: big, lo: (k * n) / 2, hi: ((k + 1) * n) / 2 });
+      runTasks([half(0), half(1)], 2);
+      const before = rss();
+      big = null;
+      await new Promise((r) => setTimeout(r, 300)); // the worker collects once the run's message is done with
+      gc();
+      console.log(JSON.stringify({ before, after: rss() }));
+    `;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--ext=ts", script],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const { before, after } = JSON.parse(new TextDecoder().decode(out.stdout));
+    assert.ok(
+      before - after > 200,
+      `resident memory went from ${before} MB to ${after} MB, expected 256 MB less`,
+    );
+  },
+});
