@@ -31,7 +31,7 @@
  * MKL_ENABLE_INSTRUCTIONS=SSE4_2) and the ratio printed. The 1-minute load average is printed beside the
  * figures: on a shared machine, compare ratios within one run.
  */
-import { SHARED_INPUTS } from "../kernels/block.ts";
+import { makeModelResident } from "../kernels/block.ts";
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
 import { tokenizerFromGguf } from "../kernels/gguf_tokenizer.ts";
@@ -39,7 +39,7 @@ import { decode, KvCache } from "../kernels/generation.ts";
 import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
-import { makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
+import { wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { kernelMemory } from "../kernels/wasm/kernel_memory.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { manifestOf } from "../kernels/manifest.ts";
@@ -119,7 +119,7 @@ if (!present) {
   const file = readGguf(await Deno.readFile(PATH));
   const model = modelFromGguf(file);
   // As deno task generate does: weights read in place by every matmul, prepacked for the linear layers.
-  makeResident(model.components, { together: SHARED_INPUTS });
+  makeModelResident(model.components);
   const tok = tokenizerFromGguf(file);
   const ids = new Tokenizer(tok.tokenizer, {}).encode(TEXT).ids.slice(0, T);
   const c = model.config;

@@ -23,6 +23,7 @@ import { addForward } from "./residual.ts";
 import { rmsnormBackward, type RmsnormCache, rmsnormForward } from "./rmsnorm.ts";
 import { rotaryBackward, rotaryForward, type RotaryTables } from "./rotary.ts";
 import type { Tensors } from "./safetensors.ts";
+import { makeResident } from "./wasm/matmul_wasm.ts";
 
 /** Everything the backward of a block needs from its forward. */
 export interface BlockCache {
@@ -76,12 +77,21 @@ export function blockForward(
 
 /**
  * The weights of a block that multiply one input, as grouped by `blockForward` (`linearForwardGroup`): for a
- * resident model, `makeResident(components, { together: SHARED_INPUTS })` packs each group as one B.
+ * resident model (`makeModelResident`), each group's panels are packed as one B.
  */
 export const SHARED_INPUTS = [
   ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"],
   ["mlp.gate_proj.weight", "mlp.up_proj.weight"],
 ] as const;
+
+/**
+ * Moves a model's weights into the kernels' memory for good and prepacks them (`makeResident`), each block's
+ * `SHARED_INPUTS` packed together so q/k/v and gate/up are one matmul call each: for a model that is only run
+ * (`deno task generate`, `chat`). Returns the bytes moved and packed.
+ */
+export function makeModelResident(components: Record<string, Tensors>): number {
+  return makeResident(components, { together: SHARED_INPUTS });
+}
 
 /** The attention's q, k and v projection weights of a block, in that order (they share their input). */
 export function qkvWeightsOf(p: Tensors): [Float32Array, Float32Array, Float32Array] {

@@ -7,14 +7,13 @@
  * accepted, 52 vs 71 ms a token on one thread, 60 vs 78 on two).
  */
 import { ObjectStore } from "../core/object_store.ts";
-import { SHARED_INPUTS } from "../kernels/block.ts";
+import { makeModelResident } from "../kernels/block.ts";
 import { type Drafter, Q8Drafter } from "../kernels/draft.ts";
 import { type DraftStats, generateDrafted } from "../kernels/draft_verify.ts";
 import { loadManifest, readComponent } from "../kernels/manifest.ts";
 import type { Model } from "../kernels/model.ts";
 import type { Tensors } from "../kernels/safetensors.ts";
 import { q8Available } from "../kernels/wasm/draft_wasm.ts";
-import { makeResident } from "../kernels/wasm/matmul_wasm.ts";
 import { loadCodec, type TextCodec } from "../text/codec.ts";
 import { integerOption, UsageError } from "./_cli.ts";
 
@@ -68,7 +67,7 @@ export async function loadSession(objects: string, root: string, draft = false):
   );
   const model = { config, components };
   // the weights stay put in the kernels' memory (no copy per matmul), each block's groups packed as one B
-  makeResident(components, { together: SHARED_INPUTS });
+  makeModelResident(components);
   let drafter: Drafter | null = null;
   if (draft && q8Available() && Q8Drafter.supports(model)) {
     drafter = new Q8Drafter(model);

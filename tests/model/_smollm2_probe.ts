@@ -2,14 +2,14 @@
  * Test helper run as a subprocess by the SmolLM2 parity tests: loads the GGUF given as the first argument and
  * prints one JSON line with the SHA-256 of the logits of a 24-token prompt (every position), the greedy answer
  * (16 ids and the SHA-256 of their logits) from `generate`, then with the weights resident and prepacked
- * (`makeResident`, as `deno task generate` has them) from `generate` again (its one-row matmuls on the
+ * (`makeModelResident`, as `deno task generate` has them) from `generate` again (its one-row matmuls on the
  * prepacked panels) and from draft-and-verify with the int8 drafter and
  * with a deliberately wrong drafter (every third proposal changed), the drafting figures, the record root of
  * one 3-stage SGD step on the prompt's first 16 tokens (attention backward and the head's cross-entropy), and
  * the kernel threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
  */
 import { sha256Hex } from "../../core/digest.ts";
-import { SHARED_INPUTS } from "../../kernels/block.ts";
+import { makeModelResident } from "../../kernels/block.ts";
 import { readGguf } from "../../kernels/gguf.ts";
 import { modelFromGguf } from "../../kernels/gguf_model.ts";
 import { type Drafter, Q8Drafter } from "../../kernels/draft.ts";
@@ -20,7 +20,7 @@ import { componentParameters } from "../../kernels/model.ts";
 import { place } from "../../kernels/placement.ts";
 import { trainStep } from "../../kernels/step.ts";
 import { kernelThreads } from "../../kernels/threads.ts";
-import { makeResident, wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
+import { wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
 
 /** The prompt: "The history of mathematics spans thousands of years. Early civilizations" and more. */
 export const PROBE_PROMPT = [
@@ -61,7 +61,7 @@ const answer = (g: Generation) => ({
 const greedy = answer(generate(model, PROBE_PROMPT, 16));
 // From here on the weights are resident and prepacked, each block's groups packed together (as in deno task
 // generate): the drafted answers and the training step read them there.
-makeResident(model.components, { together: SHARED_INPUTS });
+makeModelResident(model.components);
 // Decoding one token at a time on the resident weights reads their prepacked panels (matvec), q, k and v in
 // one call, gate and up in one.
 const resident = answer(generate(model, PROBE_PROMPT, 16));
