@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { evalScript } from "../_eval.ts";
 import { createHash } from "node:crypto";
 import { chunkRootOfParts } from "../../core/chunk_tree.ts";
 import { toHex } from "../../core/hex.ts";
@@ -131,13 +132,7 @@ Deno.test("a process whose steps used task workers exits by itself soon after it
     console.log(taskWorkers());
   `;
   const t0 = performance.now();
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--ext=ts", script],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  assert.equal(new TextDecoder().decode(out.stdout).trim(), "2");
+  assert.equal((await evalScript(script)).trim(), "2");
   assert.ok(performance.now() - t0 < 20_000, "the process did not exit");
   startTaskWorkers(1); // no-op: one thread needs no worker
 });
@@ -169,13 +164,7 @@ Deno.test({
       gc();
       console.log(JSON.stringify({ before, after: rss() }));
     `;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["eval", "--ext=ts", script],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-    const { before, after } = JSON.parse(new TextDecoder().decode(out.stdout));
+    const { before, after } = JSON.parse(await evalScript(script));
     assert.ok(
       before - after > 200,
       `resident memory went from ${before} MB to ${after} MB, expected 256 MB less`,

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { evalScript } from "../_eval.ts";
 import { canonicalBytes, type JsonObject } from "../../core/canonical.ts";
 import { id } from "../../core/digest.ts";
 import { ProtocolError } from "../../core/errors.ts";
@@ -118,13 +119,7 @@ Deno.test("the codec root is equal across two processes", async () => {
   const script = `
     import { fixtureCodec } from "./tests/text/_fixture.ts";
     console.log(fixtureCodec().root);`;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--ext=ts", script],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  assert.equal(new TextDecoder().decode(out.stdout).trim(), fixtureCodec().root);
+  assert.equal((await evalScript(script)).trim(), fixtureCodec().root);
 });
 
 Deno.test("loading refuses a different root, another runtime, a mismatched backend and unknown special tokens", async () => {
