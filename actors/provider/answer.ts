@@ -16,11 +16,13 @@
 import type { JsonObject } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import type { ObjectStore } from "../../core/object_store.ts";
+import { makeModelResident } from "../../kernels/block.ts";
 import { generate } from "../../kernels/generation.ts";
 import { generationRecord } from "../../kernels/generation_record.ts";
 import { loadModel, type Manifest } from "../../kernels/manifest.ts";
-import { blockName, type Model } from "../../kernels/model.ts";
+import { blockName, type Model, modelParameters } from "../../kernels/model.ts";
 import { place } from "../../kernels/placement.ts";
+import { scratchBase } from "../../kernels/wasm/kernel_memory.ts";
 import { responseMetadata } from "../../ledger/inference/wire.ts";
 
 /** What the provider may forge (tests and the devnet only). */
@@ -43,10 +45,22 @@ export interface Answer extends JsonObject {
   compute_ms: number;
 }
 
-/** Models loaded from the store, by root (a provider serves one or two models at a time). */
+/**
+ * At most this many bytes of the kernels' memory hold resident models (`makeModelResident`): that memory is
+ * never given back and ends at 4 GiB, so a provider that has made this much resident loads later models
+ * without it (the same bits, decoded without prepacked panels and grouped calls).
+ */
+export const RESIDENT_MAX_BYTES = 2 ** 31;
+
+/**
+ * Models loaded from the store, by root (a provider serves one or two models at a time). With `resident` (the
+ * default) each model is made resident as it is loaded (`makeModelResident`: its weights moved into the kernels'
+ * memory and prepacked, as `deno task generate` does, about twice its float32 bytes, never given back), while
+ * the kernels' resident region stays within `RESIDENT_MAX_BYTES`; its answers are the same bits either way.
+ */
 export class ModelCache {
   readonly #models = new Map<string, Model & { manifest: Manifest }>();
-  constructor(readonly store: ObjectStore, readonly limit = 2) {}
+  constructor(readonly store: ObjectStore, readonly limit = 2, readonly resident = true) {}
 
   /** The model under `root`, loaded once. */
   async get(root: string): Promise<Model & { manifest: Manifest }> {
@@ -59,6 +73,9 @@ export class ModelCache {
         );
       }
       m = await loadModel(this.store, root);
+      if (this.resident && scratchBase() + residentBytes(m) <= RESIDENT_MAX_BYTES) {
+        makeModelResident(m.components);
+      }
       if (this.#models.size >= this.limit) this.#models.delete(this.#models.keys().next().value!);
       this.#models.set(root, m);
     }
@@ -113,4 +130,13 @@ export async function computeAnswer(
 /** One partition holding the whole model: embed, norm, then every block. */
 function whole(model: Model): string[] {
   return ["embed", "norm", ...Array.from({ length: model.config.num_hidden_layers }, (_, i) => blockName(i))];
+}
+
+/**
+ * What `makeModelResident` adds to the kernels' memory for `model`, at most: its float32 bytes twice (values
+ * and panels), and per matrix (seven a block and the embedding) up to 12 rows of panel padding and alignment.
+ */
+function residentBytes(model: Model): number {
+  const c = model.config, matrices = 7 * c.num_hidden_layers + 1;
+  return 2 * 4 * modelParameters(c) + matrices * (48 * Math.max(c.hidden_size, c.intermediate_size) + 128);
 }
