@@ -113,24 +113,66 @@
   ;; The exported exp64, for the test that compares it with kernels/math.ts on many inputs.
   (func (export "exp64") (param $x f64) (result f64) (call $exp64 (local.get $x)))
 
-  ;; dst[e·D + d] = src[e·stride + d] transposed: dst[d·n + e] for e < n, d < D (floats).
+  ;; dst[e·D + d] = src[e·stride + d] transposed: dst[d·n + e] for e < n, d < D (floats). Blocks of 4×4 by
+  ;; SIMD shuffles (four rows of four loaded, four columns stored: the bits move unchanged), then the last
+  ;; columns of each row and the last rows one float at a time.
   (func $transpose (param $src i32) (param $stride i32) (param $n i32) (param $D i32) (param $dst i32)
-    (local $e i32) (local $d i32) (local $s i32)
+    (local $e i32) (local $d i32) (local $s i32) (local $o i32) (local $rs i32) (local $ds i32)
+    (local $n4 i32) (local $D4 i32)
+    (local $r0 v128) (local $r1 v128) (local $r2 v128) (local $r3 v128)
+    (local $t0 v128) (local $t1 v128) (local $t2 v128) (local $t3 v128)
+    (local.set $rs (i32.shl (local.get $stride) (i32.const 2))) ;; bytes from one source row to the next
+    (local.set $ds (i32.shl (local.get $n) (i32.const 2))) ;; bytes from one destination row to the next
+    (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
+    (local.set $D4 (i32.and (local.get $D) (i32.const -4)))
     (local.set $e (i32.const 0))
-    (block $de (loop $le
-      (br_if $de (i32.ge_u (local.get $e) (local.get $n)))
-      (local.set $s (i32.add (local.get $src) (i32.shl (i32.mul (local.get $e) (local.get $stride)) (i32.const 2))))
+    (block $be (loop $le
+      (br_if $be (i32.ge_u (local.get $e) (local.get $n4)))
       (local.set $d (i32.const 0))
-      (block $dd (loop $ld
-        (br_if $dd (i32.ge_u (local.get $d) (local.get $D)))
+      (block $bd (loop $ld
+        (br_if $bd (i32.ge_u (local.get $d) (local.get $D4)))
+        (local.set $s (i32.add (local.get $src)
+          (i32.shl (i32.add (i32.mul (local.get $e) (local.get $stride)) (local.get $d)) (i32.const 2))))
+        (local.set $r0 (v128.load (local.get $s)))
+        (local.set $r1 (v128.load (i32.add (local.get $s) (local.get $rs))))
+        (local.set $r2 (v128.load (i32.add (local.get $s) (i32.shl (local.get $rs) (i32.const 1)))))
+        (local.set $r3 (v128.load (i32.add (local.get $s) (i32.mul (local.get $rs) (i32.const 3)))))
+        ;; t0 = r0[0] r1[0] r0[1] r1[1], t1 = r2[0] r3[0] r2[1] r3[1], t2 and t3 the same of lanes 2 and 3
+        (local.set $t0 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $r0) (local.get $r1)))
+        (local.set $t1 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (local.get $r2) (local.get $r3)))
+        (local.set $t2 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $r0) (local.get $r1)))
+        (local.set $t3 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (local.get $r2) (local.get $r3)))
+        (local.set $o (i32.add (local.get $dst)
+          (i32.shl (i32.add (i32.mul (local.get $d) (local.get $n)) (local.get $e)) (i32.const 2))))
+        ;; column d+c of the four rows: r0[c] r1[c] r2[c] r3[c]
+        (v128.store (local.get $o)
+          (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $t0) (local.get $t1)))
+        (v128.store (i32.add (local.get $o) (local.get $ds))
+          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $t0) (local.get $t1)))
+        (v128.store (i32.add (local.get $o) (i32.shl (local.get $ds) (i32.const 1)))
+          (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $t2) (local.get $t3)))
+        (v128.store (i32.add (local.get $o) (i32.mul (local.get $ds) (i32.const 3)))
+          (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $t2) (local.get $t3)))
+        (local.set $d (i32.add (local.get $d) (i32.const 4)))
+        (br $ld)))
+      (local.set $e (i32.add (local.get $e) (i32.const 4)))
+      (br $le)))
+    ;; what the blocks left: columns D4 … D−1 of rows below n4, every column of the rows from n4
+    (local.set $e (i32.const 0))
+    (block $te (loop $lte
+      (br_if $te (i32.ge_u (local.get $e) (local.get $n)))
+      (local.set $s (i32.add (local.get $src) (i32.shl (i32.mul (local.get $e) (local.get $stride)) (i32.const 2))))
+      (local.set $d (select (local.get $D4) (i32.const 0) (i32.lt_u (local.get $e) (local.get $n4))))
+      (block $td (loop $ltd
+        (br_if $td (i32.ge_u (local.get $d) (local.get $D)))
         (f32.store
           (i32.add (local.get $dst) (i32.shl (i32.add (i32.mul (local.get $d) (local.get $n)) (local.get $e))
             (i32.const 2)))
           (f32.load (i32.add (local.get $s) (i32.shl (local.get $d) (i32.const 2)))))
         (local.set $d (i32.add (local.get $d) (i32.const 1)))
-        (br $ld)))
+        (br $ltd)))
       (local.set $e (i32.add (local.get $e) (i32.const 1)))
-      (br $le))))
+      (br $lte))))
 
   ;; dst[j] = Σ_{d<D} fround(a[d]·bT[d·ld + j]) (d ascending from +0) for j < n: the dot products of the row
   ;; a with n rows of a matrix stored transposed (bT: [D, ld]). Thirty-two j at a time in eight SIMD

@@ -83,6 +83,9 @@ const SHAPES: AttentionDims[] = [
   { B: 3, Tq: 5, Tk: 11, H: 4, KVH: 4, D: 6 },
   { B: 1, Tq: 9, Tk: 9, H: 5, KVH: 1, D: 3 },
   { B: 2, Tq: 1, Tk: 1, H: 2, KVH: 1, D: 1 },
+  { B: 1, Tq: 1, Tk: 83, H: 9, KVH: 3, D: 64 }, // one decoded SmolLM2 token after 82
+  { B: 1, Tq: 1, Tk: 461, H: 9, KVH: 3, D: 64 },
+  { B: 1, Tq: 2, Tk: 130, H: 6, KVH: 2, D: 22 },
 ];
 
 Deno.test("the softmax kernels' exp64 is kernels/math.ts's exp64 bit for bit, specials included", () => {
