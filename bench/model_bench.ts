@@ -22,6 +22,8 @@
  * stay comparable across changes; then the same on two threads (`NEURO_THREADS` never changes a bit; the
  * generation row also counts the calls that found a kernel worker asleep, each a wake-up of tens of
  * microseconds, which a worker polling between one token's calls avoids: `kernels/wasm/pool.ts`), greedy
+ * generation by the exact pruned head (`kernels/head_argmax.ts`: the same ids from few of the head's logits, as
+ * `deno task generate` and the Provider choose them, with the logits it computed per token),
  * generation with draft-and-verify (`kernels/draft_verify.ts`, the int8 drafter; the same tokens, with its acceptance rate),
  * the training step on two threads, and the step's time and peak RSS in fresh processes, two per thread count
  * alternating 1 and 2 threads (`_train_step_rss.ts`; the time's last column is the 2-thread speed-up, as the
@@ -35,7 +37,8 @@ import { makeModelResident } from "../kernels/block.ts";
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
 import { tokenizerFromGguf } from "../kernels/gguf_tokenizer.ts";
-import { decode, KvCache } from "../kernels/generation.ts";
+import { decode, decodeTokens, generate, KvCache } from "../kernels/generation.ts";
+import { HEAD_ARGMAX_STATS } from "../kernels/head_argmax.ts";
 import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
@@ -154,6 +157,8 @@ if (!present) {
   const step = THREADS.map(() => ({ seconds: Infinity, peak: NaN, loss: NaN }));
   const drafter = new Q8Drafter(model);
   const DRAFTED = 32;
+  const pruned = THREADS.map((): number[] => []); // seconds per token, per sample, by the exact pruned head
+  const candidates = THREADS.map(() => 0), wholeRows = THREADS.map(() => 0);
 
   for (const [ti, threads] of THREADS.entries()) {
     const suffix = threads === 1 ? "" : `, ${threads} threads`;
@@ -216,6 +221,30 @@ if (!present) {
       oursNext[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
       wakeUps[ti]! += (kernelMemory()?.pool.wakeUps ?? 0) - woken;
       b.end();
+    });
+    Deno.bench(`ours: ${GENERATED} tokens generated after ${T} (tokens only, exact pruned head)${suffix}`, {
+      group: "smollm2",
+      n: 5,
+      warmup: 1,
+    }, () => {
+      setKernelThreads(threads);
+      const tables = rotaryTables(T + GENERATED, c.hidden_size / c.num_attention_heads, c.rope_theta);
+      const cache = new KvCache(c), tokens: number[] = [];
+      let next = decodeTokens(model, cache, ids, tables, true)[0]!;
+      const before = { ...HEAD_ARGMAX_STATS };
+      const t0 = performance.now();
+      for (let i = 0; i < GENERATED; i++) {
+        tokens.push(next);
+        next = decodeTokens(model, cache, [next], tables)[0]!;
+      }
+      pruned[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
+      candidates[ti]! += HEAD_ARGMAX_STATS.candidates - before.candidates;
+      wholeRows[ti]! += HEAD_ARGMAX_STATS.whole - before.whole;
+      // The same ids as the KV-cache row: the row measures the method, never a different answer.
+      const want = generate(model, ids, GENERATED).tokens;
+      if (tokens.join() !== want.join()) {
+        throw new Error("Cannot compare generation methods: the pruned head chose other ids than argmax");
+      }
     });
     Deno.bench(`ours: ${DRAFTED} tokens generated after ${T} (draft-and-verify)${suffix}`, {
       group: "smollm2",
@@ -324,6 +353,13 @@ if (!present) {
     row("prompt processing (tokens/s)", ours(oursPrompt, T), pp);
     row("generation, KV cache (tokens/s)", ours(oursNext, 1), tg);
     row("generation, draft-and-verify (tokens/s)", drafted.map((p) => 1 / p.seconds), tg);
+    row("generation, tokens only, exact pruned head (tokens/s)", ours(pruned, 1), tg);
+    const perRow = candidates.map((n, i) => (n / (pruned[i]!.length * GENERATED)).toFixed(1));
+    console.log(
+      `| pruned head: logits computed exactly per token (of ${c.vocab_size}); rows the whole head decided | ${
+        perRow[0]
+      }; ${wholeRows[0]} | | ${perRow[1]}; ${wholeRows[1]} | | |`,
+    );
     const woken = wakeUps.map((w, i) => (w / (oursNext[i]!.length * GENERATED)).toFixed(2));
     console.log(
       `| generation, kernel worker wake-ups per token | ${woken[0]} | | ${woken[1]} | | |`,

@@ -23,7 +23,8 @@
 import { headDim } from "./config.ts";
 import { argmax } from "./cross_entropy.ts";
 import type { Drafter } from "./draft.ts";
-import { decode, type Generation, KvCache } from "./generation.ts";
+import { decode, decodeHidden, type Generation, KvCache } from "./generation.ts";
+import { headTokens } from "./head_argmax.ts";
 import type { Model } from "./model.ts";
 import { rotaryTables } from "./rotary.ts";
 import { ProtocolError } from "../core/errors.ts";
@@ -45,6 +46,12 @@ export interface DraftOptions {
   readonly k?: number;
   /** Called with each new token as soon as it is verified (e.g. to stream it). */
   readonly onToken?: (id: number) => void;
+  /**
+   * Return no logits (`logits` is empty): each position's id is then chosen by the exact pruned head
+   * (`headTokens`, the same ids and errors as `argmax` of its logits), and a pass decides its positions one
+   * by one, stopping at the first disagreement, as decoding them one at a time would.
+   */
+  readonly tokensOnly?: boolean;
 }
 
 /** The default number of tokens drafted per verification pass. */
@@ -52,7 +59,8 @@ export const DEFAULT_DRAFT = 6;
 
 /**
  * Greedy generation of up to `maxNew` ids after `prompt`, equal bit for bit to `generate(model, prompt,
- * maxNew, eos)` in tokens and logits, using `options.drafter` to verify several tokens per pass.
+ * maxNew, eos)` in tokens and logits (with `tokensOnly`, in tokens, and no logits), using `options.drafter` to
+ * verify several tokens per pass.
  */
 export function generateDrafted(
   model: Model,
@@ -77,16 +85,32 @@ export function generateDrafted(
   const cache = new KvCache(c, prompt.length + maxNew); // grows past it only if a draft runs ahead
   const tokens: number[] = [], logits: Float32Array[] = [];
   let drafted = 0, accepted = 0, rounds = 0;
-  const emit = (id: number, row: Float32Array): boolean => {
+  const emit = (id: number, row: Float32Array | null): boolean => {
     tokens.push(id);
-    logits.push(row);
+    if (row !== null) logits.push(row);
     options.onToken?.(id);
     return id === options.eos || tokens.length >= maxNew;
   };
-  let out = decode(model, cache, prompt, tables, true); // the prompt's last position chooses the first id
-  let row = out.slice(out.length - V);
-  let next = argmax(row, 1, V)[0]!;
-  if (maxNew < 1 || emit(next, row)) return { tokens, logits, stats: { drafted, accepted, rounds } };
+  // The ids of `rows` [n, V] logits (or [n, C] hidden rows with tokensOnly), decided row by row when asked.
+  const tokensOnly = options.tokensOnly === true;
+  const pass = (ids: readonly number[], lastOnly: boolean) => {
+    if (!tokensOnly) {
+      const out = decode(model, cache, ids, tables, lastOnly); // logits [n, V], exact
+      return (j: number) => {
+        const row = out.slice(j * V, (j + 1) * V);
+        return { id: argmax(row, 1, V)[0]!, row };
+      };
+    }
+    const x = decodeHidden(model, cache, ids, tables, lastOnly), C = c.hidden_size; // x: [n, C]
+    const { norm, embed } = model.components;
+    return (j: number) => ({
+      id: headTokens(x.subarray(j * C, (j + 1) * C), norm!, embed!, c, 1)[0]!,
+      row: null,
+    });
+  };
+  const first = pass(prompt, true)(0); // the prompt's last position chooses the first id
+  let next = first.id;
+  if (maxNew < 1 || emit(next, first.row)) return { tokens, logits, stats: { drafted, accepted, rounds } };
   for (;;) {
     // Room: positions up to L + 1 + n must exist, and no more than the tokens still wanted.
     const room = Math.min(k, maxNew - tokens.length - 1, P - cache.length - 1);
@@ -103,11 +127,10 @@ export function generateDrafted(
     drafted += proposal.length;
     rounds++;
     const base = cache.length;
-    out = decode(model, cache, [next, ...proposal], tables); // logits [1 + n, V], exact
+    const chosenAt = pass([next, ...proposal], false);
     let j = 0;
     for (; j <= proposal.length; j++) {
-      row = out.slice(j * V, (j + 1) * V);
-      const chosen = argmax(row, 1, V)[0]!;
+      const { id: chosen, row } = chosenAt(j);
       const agreed = j < proposal.length && proposal[j] === chosen;
       if (agreed) accepted++;
       if (emit(chosen, row)) return { tokens, logits, stats: { drafted, accepted, rounds } };

@@ -20,6 +20,7 @@ import { headDim, type ModelConfig } from "./config.ts";
 import { argmax } from "./cross_entropy.ts";
 import { embeddingForward } from "./embedding.ts";
 import { headLogits } from "./head.ts";
+import { headTokens } from "./head_argmax.ts";
 import { linearForward, linearForwardGroup } from "./linear.ts";
 import { mlpForward } from "./mlp.ts";
 import { blockName, EMBED_TENSOR, type Model } from "./model.ts";
@@ -154,6 +155,27 @@ export function decode(
   tables: RotaryTables,
   lastOnly = false,
 ): Float32Array {
+  const x = decodeHidden(model, cache, ids, tables, lastOnly);
+  return headLogits(
+    x,
+    model.components.norm!,
+    model.components.embed!,
+    model.config,
+    x.length / model.config.hidden_size,
+  );
+}
+
+/**
+ * `decode` without the head: the last block's outputs [Tn, C] (with `lastOnly`, [1, C]) that the head reads,
+ * the same bits, for a caller that wants only each row's greedy id (`headTokens`). Advances the cache.
+ */
+export function decodeHidden(
+  model: Model,
+  cache: KvCache,
+  ids: readonly number[],
+  tables: RotaryTables,
+  lastOnly = false,
+): Float32Array {
   const c = model.config, Tn = ids.length;
   checkLength(c, cache.length + Tn);
   cache.reserve(cache.length + Tn);
@@ -169,12 +191,27 @@ export function decode(
     x = blockDecode(x, model.components[blockName(i)]!, c, cache, i, Tn, tables, i === L - 1 ? rows : Tn);
   }
   cache.length += Tn;
-  return headLogits(
+  return x; // x: [rows,C]
+}
+
+/**
+ * `decode`'s greedy id of each row ([Tn], with `lastOnly` [1]): `argmax` of its logits, the same ids and
+ * errors, by the exact pruned head (`headTokens`), which computes few of the logits.
+ */
+export function decodeTokens(
+  model: Model,
+  cache: KvCache,
+  ids: readonly number[],
+  tables: RotaryTables,
+  lastOnly = false,
+): Int32Array {
+  const x = decodeHidden(model, cache, ids, tables, lastOnly);
+  return headTokens(
     x,
     model.components.norm!,
     model.components.embed!,
-    c,
-    rows,
+    model.config,
+    x.length / model.config.hidden_size,
   );
 }
 
@@ -204,6 +241,31 @@ export function generate(model: Model, prompt: readonly number[], maxNew: number
     out = decode(model, cache, [next], tables);
   }
   return { tokens, logits };
+}
+
+/**
+ * `generate`'s tokens alone: the same ids (and the same errors), chosen by the exact pruned head
+ * (`headTokens`) instead of every logit, for callers that do not keep the logits (a Provider's answer).
+ */
+export function generateTokens(
+  model: Model,
+  prompt: readonly number[],
+  maxNew: number,
+  eos?: number,
+): number[] {
+  const c = model.config;
+  checkLength(c, prompt.length + maxNew - 1);
+  const positions = Math.min(c.max_position_embeddings, prompt.length + maxNew); // as `generate`
+  const tables = rotaryTables(positions, headDim(c), c.rope_theta);
+  const cache = new KvCache(c, positions);
+  const tokens: number[] = [];
+  let next = decodeTokens(model, cache, prompt, tables, true)[0]!;
+  for (let s = 0; s < maxNew; s++) {
+    tokens.push(next);
+    if (next === eos || s === maxNew - 1) break;
+    next = decodeTokens(model, cache, [next], tables)[0]!;
+  }
+  return tokens;
 }
 
 /** Greedy generation by recomputing the whole prefix at every step (the definition `generate` must equal). */

@@ -95,6 +95,7 @@ export function streamReply(
   const { tokens, stats } = generateDrafted(model, prompt, room, {
     eos,
     drafter: session.drafter,
+    tokensOnly: true, // the reply needs no logits: the exact pruned head chooses each id
     ...(draftK === undefined ? {} : { k: draftK }),
     onToken: (id) => {
       if (id !== eos) onText(text.push(id));

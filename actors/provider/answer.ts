@@ -17,7 +17,7 @@ import type { JsonObject } from "../../core/canonical.ts";
 import { ProtocolError } from "../../core/errors.ts";
 import type { ObjectStore } from "../../core/object_store.ts";
 import { makeModelResident } from "../../kernels/block.ts";
-import { generate } from "../../kernels/generation.ts";
+import { generateTokens } from "../../kernels/generation.ts";
 import { generationRecord } from "../../kernels/generation_record.ts";
 import { loadModel, type Manifest } from "../../kernels/manifest.ts";
 import { blockName, type Model, modelParameters } from "../../kernels/model.ts";
@@ -93,12 +93,12 @@ export async function computeAnswer(
   const started = performance.now();
   const model = await models.get(input.model_root);
   const c = model.config;
-  let tokens = generate(model, input.prompt_ids, input.max_tokens, input.eos_id ?? undefined).tokens;
+  let tokens = generateTokens(model, input.prompt_ids, input.max_tokens, input.eos_id ?? undefined);
   if (forge === "token") {
     let first = (tokens[0]! + 1) % c.vocab_size;
     if (first === input.eos_id) first = (first + 1) % c.vocab_size;
     const rest = input.max_tokens > 1
-      ? generate(model, [...input.prompt_ids, first], input.max_tokens - 1, input.eos_id ?? undefined).tokens
+      ? generateTokens(model, [...input.prompt_ids, first], input.max_tokens - 1, input.eos_id ?? undefined)
       : [];
     tokens = [first, ...rest];
   }

@@ -21,7 +21,12 @@ export interface Q8Matrix {
 /** Below this many weights (rows · cols) a product stays on one thread (handing out work costs microseconds). */
 const Q8_THREAD_MIN_WORK = 1 << 19;
 
-function quantiseBlock(src: Float32Array, at: number, q: Int8Array | Int16Array, qAt: number): number {
+/**
+ * Quantises the 32 values of `src` from `at` into `q` from `qAt` (round(value · 127 / max |value|)) and
+ * returns the block's scale (max |value| / 127; stored as float32, the dequantised values are scale · q).
+ * `q8Matvec` quantises its input vector this way, so the exact head argmax (`head_argmax.ts`) can bound it.
+ */
+export function quantiseBlock(src: Float32Array, at: number, q: Int8Array | Int16Array, qAt: number): number {
   let amax = 0;
   for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(src[at + i]!));
   const scale = amax / 127, inv = amax === 0 ? 0 : 127 / amax;

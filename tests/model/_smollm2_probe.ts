@@ -4,7 +4,8 @@
  * (16 ids and the SHA-256 of their logits) from `generate`, then with the weights resident and prepacked
  * (`makeModelResident`, as `deno task generate` has them) from `generate` again (its one-row matmuls on the
  * prepacked panels) and from draft-and-verify with the int8 drafter and
- * with a deliberately wrong drafter (every third proposal changed), the drafting figures, the record root of
+ * with a deliberately wrong drafter (every third proposal changed), the same three answers' ids alone by the
+ * exact pruned head (`generateTokens`, `tokensOnly`) with its figures, the drafting figures, the record root of
  * one 3-stage SGD step on the prompt's first 16 tokens (attention backward and the head's cross-entropy), and
  * the kernel threads that were ready, under whatever NEURO_THREADS / NEURO_KERNELS the process was given.
  */
@@ -14,7 +15,8 @@ import { readGguf } from "../../kernels/gguf.ts";
 import { modelFromGguf } from "../../kernels/gguf_model.ts";
 import { type Drafter, Q8Drafter } from "../../kernels/draft.ts";
 import { generateDrafted } from "../../kernels/draft_verify.ts";
-import { forwardLogits, generate, type Generation } from "../../kernels/generation.ts";
+import { forwardLogits, generate, generateTokens, type Generation } from "../../kernels/generation.ts";
+import { HEAD_ARGMAX_STATS } from "../../kernels/head_argmax.ts";
 import { manifestOf } from "../../kernels/manifest.ts";
 import { componentParameters } from "../../kernels/model.ts";
 import { place } from "../../kernels/placement.ts";
@@ -72,6 +74,13 @@ const wrong: Drafter = {
 };
 const drafted = generateDrafted(model, PROBE_PROMPT, 16, { drafter: q8 });
 const perturbed = generateDrafted(model, PROBE_PROMPT, 16, { drafter: wrong });
+// The greedy ids alone, by the exact pruned head (`headTokens`), one token at a time and drafted.
+const pruned = {
+  tokens: generateTokens(model, PROBE_PROMPT, 16),
+  drafted: generateDrafted(model, PROBE_PROMPT, 16, { drafter: q8, tokensOnly: true }).tokens,
+  perturbed: generateDrafted(model, PROBE_PROMPT, 16, { drafter: wrong, tokensOnly: true }).tokens,
+  stats: { ...HEAD_ARGMAX_STATS },
+};
 const c = model.config, block = componentParameters(c, "block_000");
 const head = componentParameters(c, "embed") + componentParameters(c, "norm");
 const partitions = place(c, [head + 10 * block, 10 * block, 10 * block]);
@@ -85,6 +94,7 @@ console.log(JSON.stringify({
   resident,
   drafted: answer(drafted),
   perturbed: answer(perturbed),
+  pruned,
   stats: { drafted: drafted.stats, perturbed: perturbed.stats },
   step: step.recordRoot,
   ready,

@@ -39,7 +39,14 @@ Deno.test({
       assert.deepEqual(r.resident, reference.greedy);
       assert.deepEqual(r.drafted, reference.greedy);
       assert.deepEqual(r.perturbed, reference.greedy);
+      const pruned = r.pruned as { tokens: number[]; drafted: number[]; perturbed: number[] };
+      const want = (reference.greedy as { tokens: number[] }).tokens;
+      for (const how of ["tokens", "drafted", "perturbed"] as const) assert.deepEqual(pruned[how], want, how);
     }
+    // on the kernels the pruned head decides every row itself; on the reference path the whole head does
+    const headStats = (r: Record<string, unknown>) => (r.pruned as { stats: Record<string, number> }).stats;
+    assert.equal(headStats(reference).rows, 0);
+    for (const r of threaded) assert.equal(headStats(r).whole, 0, JSON.stringify(headStats(r)));
     for (const r of threaded) {
       assert.equal(r.logits, reference.logits);
       assert.deepEqual(r.greedy, reference.greedy);
