@@ -155,14 +155,13 @@ export function decode(
   tables: RotaryTables,
   lastOnly = false,
 ): Float32Array {
-  const x = decodeHidden(model, cache, ids, tables, lastOnly);
-  return headLogits(
-    x,
-    model.components.norm!,
-    model.components.embed!,
-    model.config,
-    x.length / model.config.hidden_size,
-  );
+  return headLogits(...headInputs(model, decodeHidden(model, cache, ids, tables, lastOnly)));
+}
+
+/** The head's arguments for the last block's outputs `x` [N, C]: x, the final norm, the embedding, config, N. */
+function headInputs(model: Model, x: Float32Array) {
+  const { norm, embed } = model.components;
+  return [x, norm!, embed!, model.config, x.length / model.config.hidden_size] as const;
 }
 
 /**
@@ -205,14 +204,17 @@ export function decodeTokens(
   tables: RotaryTables,
   lastOnly = false,
 ): Int32Array {
-  const x = decodeHidden(model, cache, ids, tables, lastOnly);
-  return headTokens(
-    x,
-    model.components.norm!,
-    model.components.embed!,
-    model.config,
-    x.length / model.config.hidden_size,
-  );
+  return headTokens(...headInputs(model, decodeHidden(model, cache, ids, tables, lastOnly)));
+}
+
+/** The rotary tables and the cache of a greedy generation of up to `maxNew` ids after `prompt`. */
+function generationState(c: ModelConfig, prompt: readonly number[], maxNew: number) {
+  checkLength(c, prompt.length + maxNew - 1);
+  // Only the positions this generation can reach: a position's values do not depend on how many the tables
+  // hold, and the model's whole context (8192 positions for SmolLM2) takes 25-130 ms to build.
+  const positions = Math.min(c.max_position_embeddings, prompt.length + maxNew);
+  const tables = rotaryTables(positions, headDim(c), c.rope_theta);
+  return { tables, cache: new KvCache(c, positions) }; // every position this generation can need
 }
 
 /** The result of greedy generation: the new ids and the logits [V] that chose each one. */
@@ -223,13 +225,7 @@ export interface Generation {
 
 /** Greedy generation with a cache: up to `maxNew` ids, stopping after `eos` when given. */
 export function generate(model: Model, prompt: readonly number[], maxNew: number, eos?: number): Generation {
-  const c = model.config, V = c.vocab_size;
-  checkLength(c, prompt.length + maxNew - 1);
-  // Only the positions this generation can reach: a position's values do not depend on how many the tables
-  // hold, and the model's whole context (8192 positions for SmolLM2) takes 25-130 ms to build.
-  const positions = Math.min(c.max_position_embeddings, prompt.length + maxNew);
-  const tables = rotaryTables(positions, headDim(c), c.rope_theta);
-  const cache = new KvCache(c, positions); // every position this generation can need
+  const V = model.config.vocab_size, { tables, cache } = generationState(model.config, prompt, maxNew);
   const tokens: number[] = [], logits: Float32Array[] = [];
   let out = decode(model, cache, prompt, tables, true); // the prompt's last position chooses the first id
   for (let s = 0; s < maxNew; s++) {
@@ -253,11 +249,7 @@ export function generateTokens(
   maxNew: number,
   eos?: number,
 ): number[] {
-  const c = model.config;
-  checkLength(c, prompt.length + maxNew - 1);
-  const positions = Math.min(c.max_position_embeddings, prompt.length + maxNew); // as `generate`
-  const tables = rotaryTables(positions, headDim(c), c.rope_theta);
-  const cache = new KvCache(c, positions);
+  const { tables, cache } = generationState(model.config, prompt, maxNew);
   const tokens: number[] = [];
   let next = decodeTokens(model, cache, prompt, tables, true)[0]!;
   for (let s = 0; s < maxNew; s++) {

@@ -130,6 +130,14 @@ function buildCopy(w: Float32Array, V: number, C: number): HeadCopy | null {
   return { q8, hatNorm, errNorm, maxNorm };
 }
 
+/** Each row's int8 logits and upper ends, reused from call to call (one decoded token is one call). */
+let scratch = { approx: new Float32Array(0), hi: new Float64Array(0) };
+
+function scratchFor(V: number) {
+  if (scratch.approx.length !== V) scratch = { approx: new Float32Array(V), hi: new Float64Array(V) };
+  return scratch;
+}
+
 /**
  * hidden [N, C] → the greedy id of each row: exactly `argmax(headLogits(hidden, norm, embed, c, N), N, V)`,
  * with the same error when that throws. See the module documentation.
@@ -158,7 +166,7 @@ export function headTokens(
     if (!(yNorms[n]! * copy.maxNorm * (1 + gamma(C)) < OVERFLOW)) return whole();
   }
   const out = new Int32Array(N);
-  const approx = new Float32Array(V), hi = new Float64Array(V);
+  const { approx, hi } = scratchFor(V);
   const qx = new Int16Array(C), g = gamma(C / 32 + 4);
   for (let n = 0; n < N; n++) {
     const row = y.subarray(n * C, (n + 1) * C);

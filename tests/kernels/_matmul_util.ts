@@ -2,7 +2,12 @@
 
 import assert from "node:assert/strict";
 import { type MatmulLayout, matmulReference } from "../../kernels/matmul.ts";
-import { wasmMatmul } from "../../kernels/wasm/matmul_wasm.ts";
+import { kernelThreads, setKernelThreads } from "../../kernels/threads.ts";
+import {
+  wasmMatmul,
+  wasmMatmulThreadsDisabled,
+  wasmMatmulThreadsReady,
+} from "../../kernels/wasm/matmul_wasm.ts";
 
 /** All four layouts. */
 export const LAYOUTS: readonly MatmulLayout[] = ["nn", "nt", "tn", "tt"];
@@ -125,5 +130,22 @@ export function assertThreadsMatchReference(
         `${label} ${layout} ${M}x${K}x${N} on ${threads} threads: ${describeDifference(got, want, i)}`,
       );
     }
+  }
+}
+
+/** How long the kernel workers may take to start: seconds when the whole suite runs on two loaded cores. */
+export const STARTUP_MS = 120_000;
+
+/** Waits for 3 kernel threads, runs `run` at 1, 2 and 3 threads, then restores the thread count. */
+export async function withThreads(run: (threads: number) => void): Promise<void> {
+  assert.equal(await wasmMatmulThreadsReady(3, STARTUP_MS), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
+  const before = kernelThreads();
+  try {
+    for (const threads of [1, 2, 3]) {
+      setKernelThreads(threads);
+      run(threads);
+    }
+  } finally {
+    setKernelThreads(before);
   }
 }

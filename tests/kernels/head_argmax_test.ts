@@ -10,13 +10,9 @@ import { HEAD_ARGMAX_STATS, headTokens } from "../../kernels/head_argmax.ts";
 import { makeModelResident } from "../../kernels/block.ts";
 import { EMBED_TENSOR, initModel, NORM_TENSOR } from "../../kernels/model.ts";
 import type { Tensors } from "../../kernels/safetensors.ts";
-import { kernelThreads, setKernelThreads } from "../../kernels/threads.ts";
 import { allocResident, kernelMemory, residentFloat32 } from "../../kernels/wasm/kernel_memory.ts";
-import { wasmMatmulThreadsDisabled, wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
-import { adversarial, rng, uniform } from "./_matmul_util.ts";
+import { adversarial, rng, uniform, withThreads } from "./_matmul_util.ts";
 
-/** How long the workers may take to start: seconds when the whole suite runs on two loaded cores. */
-const STARTUP_MS = 120_000;
 const SEED = Number(Deno.env.get("NEURO_SEED") ?? 4099);
 
 interface Head {
@@ -64,19 +60,6 @@ function check(h: Head, hidden: Float32Array, N: number, what: string) {
     whole: HEAD_ARGMAX_STATS.whole - before.whole,
     want,
   };
-}
-
-async function withThreads(run: (threads: number) => void): Promise<void> {
-  assert.equal(await wasmMatmulThreadsReady(3, STARTUP_MS), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
-  const before = kernelThreads();
-  try {
-    for (const threads of [1, 2, 3]) {
-      setKernelThreads(threads);
-      run(threads);
-    }
-  } finally {
-    setKernelThreads(before);
-  }
 }
 
 Deno.test("the pruned head gives argmax of the whole head's logits on random heads, at 1, 2 and 3 threads", async () => {

@@ -14,14 +14,9 @@ import {
   crossEntropyForwardReference,
 } from "../../kernels/cross_entropy.ts";
 import { exp64, expf } from "../../kernels/math.ts";
-import { kernelThreads, setKernelThreads } from "../../kernels/threads.ts";
 import { kernelMemory } from "../../kernels/wasm/kernel_memory.ts";
-import { wasmMatmulThreadsDisabled, wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
 import { SOFTMAX_THREAD_MIN_WORK, unitSplit } from "../../kernels/wasm/softmax_wasm.ts";
-import { adversarial, firstBitDifference, rng, uniform } from "./_matmul_util.ts";
-
-/** How long the workers may take to start: seconds when the whole suite runs on two loaded cores. */
-const STARTUP_MS = 120_000;
+import { adversarial, firstBitDifference, rng, uniform, withThreads } from "./_matmul_util.ts";
 
 const SEED = Number(Deno.env.get("NEURO_SEED") ?? 1717);
 
@@ -54,19 +49,6 @@ function assertSame(
       const at = firstBitDifference(g as Float32Array, w);
       assert.equal(at, -1, `${what}: ${name} differs at ${at}: ${(g as Float32Array)[at]} vs ${w[at]}`);
     }
-  }
-}
-
-async function withThreads(run: (threads: number) => void): Promise<void> {
-  assert.equal(await wasmMatmulThreadsReady(3, STARTUP_MS), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
-  const before = kernelThreads();
-  try {
-    for (const threads of [1, 2, 3]) {
-      setKernelThreads(threads);
-      run(threads);
-    }
-  } finally {
-    setKernelThreads(before);
   }
 }
 
