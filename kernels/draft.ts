@@ -21,6 +21,7 @@ import { blockName, EMBED_TENSOR, type Model, NORM_TENSOR } from "./model.ts";
 import { rmsnormForward } from "./rmsnorm.ts";
 import { rotaryForward, type RotaryTables, rotaryTables } from "./rotary.ts";
 import { type Q8Matrix, q8Matvec, quantiseQ8 } from "./wasm/draft_wasm.ts";
+import { sharedHeadQ8 } from "./head_argmax.ts";
 
 /** What proposes tokens: up to `k` ids that greedy decoding might produce after `next`. */
 export interface Drafter {
@@ -54,13 +55,17 @@ export class Q8Drafter implements Drafter {
   readonly #k: Float32Array[]; // per block: keys [positions, KV], confirmed rows copied from the cache
   readonly #v: Float32Array[]; // grown (doubling) to the positions drafted so far
 
-  /** Quantises every matrix of `model` into the kernels' resident memory (once; it is never freed). */
+  /**
+   * Quantises every matrix of `model` into the kernels' resident memory (once; it is never freed); the head
+   * of a resident model is the exact pruned head's own int8 copy (`sharedHeadQ8`), not a second one.
+   */
   constructor(model: Model) {
     const c = model.config, C = c.hidden_size, I = c.intermediate_size, D = headDim(c);
     const KV = c.num_key_value_heads * D;
     this.#c = c;
     this.#embed = model.components.embed![EMBED_TENSOR]!.data;
-    this.#head = quantiseQ8(this.#embed, c.vocab_size, C);
+    // the exact pruned head's copy when the model is resident (the same blocks), else its own
+    this.#head = sharedHeadQ8(this.#embed, c.vocab_size, C) ?? quantiseQ8(this.#embed, c.vocab_size, C);
     this.#norm = model.components.norm![NORM_TENSOR]!.data;
     this.#blocks = [];
     for (let i = 0; i < c.num_hidden_layers; i++) {

@@ -130,6 +130,18 @@ function buildCopy(w: Float32Array, V: number, C: number): HeadCopy | null {
   return { q8, hatNorm, errNorm, maxNorm };
 }
 
+/**
+ * The int8 (Q8_0) copy of a resident embedding [V, C] that `headTokens` reads, built now if it is not yet
+ * (`quantiseQ8`'s blocks: what the Q8 drafter would quantise for its own head), so that the drafter shares
+ * it instead of keeping a second copy (~31 MB for SmolLM2). Null where `headTokens` keeps no copy (the
+ * embedding not resident, a width not a multiple of 32, no kernels, `NEURO_KERNELS=reference`, a weight
+ * not finite, no room): the caller then quantises its own.
+ */
+export function sharedHeadQ8(w: Float32Array, V: number, C: number): Q8Matrix | null {
+  if (C % 32 !== 0 || FORCE_REFERENCE || !q8Available() || !isResident(w)) return null;
+  return headCopy(w, V, C)?.q8 ?? null;
+}
+
 /** Each row's int8 logits and upper ends, reused from call to call (one decoded token is one call). */
 let scratch = { approx: new Float32Array(0), hi: new Float64Array(0) };
 

@@ -10,7 +10,12 @@ import { HEAD_ARGMAX_STATS, headTokens } from "../../kernels/head_argmax.ts";
 import { makeModelResident } from "../../kernels/block.ts";
 import { EMBED_TENSOR, initModel, NORM_TENSOR } from "../../kernels/model.ts";
 import type { Tensors } from "../../kernels/safetensors.ts";
-import { allocResident, kernelMemory, residentFloat32 } from "../../kernels/wasm/kernel_memory.ts";
+import {
+  allocResident,
+  kernelMemory,
+  residentFloat32,
+  scratchBase,
+} from "../../kernels/wasm/kernel_memory.ts";
 import { adversarial, rng, uniform, withThreads } from "./_matmul_util.ts";
 
 const SEED = Number(Deno.env.get("NEURO_SEED") ?? 4099);
@@ -239,4 +244,43 @@ Deno.test("each term of the pruned head's bound is needed: int8 errors aligned w
     }
   }
   assert.deepEqual(check(head(inputs, V, C), x, 1, "input's error").want, [3]);
+});
+
+Deno.test("the Q8 drafter of a resident model shares the pruned head's int8 copy (no second copy) and drafts the same", () => {
+  const km = kernelMemory()!;
+  const c = PRESETS.devnet, V = c.vocab_size, C = c.hidden_size;
+  const headBytes = V * C + (V * C / 32) * 4; // int8 weights and a float32 scale per 32, both 64-byte aligned here
+  const prompt = [5, 900, 17, 3001, 44, 2, 77, 1024];
+  // The drafter first (it builds the shared copy), then the pruned head: the head adds no resident bytes.
+  const first = lively(11);
+  makeModelResident(first.components);
+  const want = generate(first, prompt, 16).tokens;
+  let at = scratchBase();
+  const drafter = new Q8Drafter(first);
+  const drafterBytes = scratchBase() - at;
+  at = scratchBase();
+  assert.deepEqual(generateTokens(first, prompt, 16), want);
+  assert.equal(scratchBase() - at, 0, "the pruned head reads the drafter's copy");
+  const drafted = generateDrafted(first, prompt, 16, { drafter, k: 4 });
+  assert.deepEqual(drafted.tokens, want);
+  // The pruned head first, then the drafter: the drafter quantises its blocks only.
+  const second = lively(11);
+  makeModelResident(second.components);
+  assert.deepEqual(generateTokens(second, prompt, 16), want);
+  at = scratchBase();
+  const shared = new Q8Drafter(second);
+  assert.equal(scratchBase() - at, drafterBytes - headBytes);
+  assert.equal(
+    generateDrafted(second, prompt, 16, { drafter: shared, k: 4 }).stats.accepted,
+    drafted.stats.accepted,
+  );
+  // A model in ordinary arrays: the drafter keeps its own head, and drafts the same.
+  const plain = lively(11);
+  at = scratchBase();
+  const own = new Q8Drafter(plain);
+  assert.equal(scratchBase() - at, drafterBytes);
+  assert.equal(
+    generateDrafted(plain, prompt, 16, { drafter: own, k: 4 }).stats.accepted,
+    drafted.stats.accepted,
+  );
 });
