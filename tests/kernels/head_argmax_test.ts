@@ -247,7 +247,6 @@ Deno.test("each term of the pruned head's bound is needed: int8 errors aligned w
 });
 
 Deno.test("the Q8 drafter of a resident model shares the pruned head's int8 copy (no second copy) and drafts the same", () => {
-  const km = kernelMemory()!;
   const c = PRESETS.devnet, V = c.vocab_size, C = c.hidden_size;
   const headBytes = V * C + (V * C / 32) * 4; // int8 weights and a float32 scale per 32, both 64-byte aligned here
   const prompt = [5, 900, 17, 3001, 44, 2, 77, 1024];
