@@ -138,8 +138,15 @@ function buildCopy(w: Float32Array, V: number, C: number): HeadCopy | null {
  * not finite, no room): the caller then quantises its own.
  */
 export function sharedHeadQ8(w: Float32Array, V: number, C: number): Q8Matrix | null {
-  if (C % 32 !== 0 || FORCE_REFERENCE || !q8Available() || !isResident(w)) return null;
-  return headCopy(w, V, C)?.q8 ?? null;
+  return usableCopy(w, V, C)?.q8 ?? null;
+}
+
+/**
+ * The copy `headTokens` reads for embedding `w`, or null where it keeps none (a width not a multiple of
+ * 32, `NEURO_KERNELS=reference`, no kernels, an embedding not resident, or `headCopy` refused).
+ */
+function usableCopy(w: Float32Array, V: number, C: number): HeadCopy | null {
+  return C % 32 === 0 && !FORCE_REFERENCE && q8Available() && isResident(w) ? headCopy(w, V, C) : null;
 }
 
 /** Each row's int8 logits and upper ends, reused from call to call (one decoded token is one call). */
@@ -163,7 +170,7 @@ export function headTokens(
 ): Int32Array {
   const C = c.hidden_size, V = c.vocab_size, w = embed[EMBED_TENSOR]!.data;
   const y = rmsnormOutput(hidden, norm[NORM_TENSOR]!.data, N, C, c.rms_norm_eps); // y: [N,C], as the head's
-  const copy = C % 32 === 0 && !FORCE_REFERENCE && q8Available() && isResident(w) ? headCopy(w, V, C) : null;
+  const copy = usableCopy(w, V, C);
   const whole = () => {
     HEAD_ARGMAX_STATS.whole += N;
     return argmax(linearForward(y, w, N, C, V), N, V); // the head's own bits and errors
