@@ -25,6 +25,9 @@
  * generation by the exact pruned head (`kernels/head_argmax.ts`: the same ids from few of the head's logits, as
  * `deno task generate` and the Provider choose them, with the logits it computed per token),
  * generation with draft-and-verify (`kernels/draft_verify.ts`, the int8 drafter; the same tokens, with its acceptance rate),
+ * the same with the onnxruntime drafter (`kernels/ort_draft.ts`, 8-bit `MatMulNBits`, on as many onnxruntime
+ * threads as kernel threads) choosing ids by the exact pruned head and drafting 4 tokens a pass, as `deno task
+ * generate --draft 4` does,
  * the training step on two threads, and the step's time and peak RSS in fresh processes, two per thread count
  * alternating 1 and 2 threads (`_train_step_rss.ts`; the time's last column is the 2-thread speed-up, as the
  * steps/s row's; the in-process rows run after the generation rows, beside their resident copy and drafter).
@@ -41,6 +44,7 @@ import { decode, decodeTokens, generate, KvCache } from "../kernels/generation.t
 import { HEAD_ARGMAX_STATS } from "../kernels/head_argmax.ts";
 import { Q8Drafter } from "../kernels/draft.ts";
 import { generateDrafted } from "../kernels/draft_verify.ts";
+import { OrtDrafter } from "../kernels/ort_draft.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
 import { wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { kernelMemory } from "../kernels/wasm/kernel_memory.ts";
@@ -156,6 +160,11 @@ if (!present) {
   const drafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
   const step = THREADS.map(() => ({ seconds: Infinity, peak: NaN, loss: NaN }));
   const drafter = new Q8Drafter(model);
+  const ortDrafters = await Promise.all(
+    THREADS.map((threads) => OrtDrafter.create(model, { threads }).catch((e: Error) => e)),
+  );
+  const ortDrafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
+  const ORT_K = 4;
   const DRAFTED = 32;
   const pruned = THREADS.map((): number[] => []); // seconds per token, per sample, by the exact pruned head
   const candidates = THREADS.map(() => 0), wholeRows = THREADS.map(() => 0);
@@ -262,6 +271,31 @@ if (!present) {
         drafted[ti] = { seconds, accepted: out.stats.accepted, drafted: out.stats.drafted };
       }
     });
+    const ortDrafter = ortDrafters[ti]!;
+    if (!(ortDrafter instanceof Error)) {
+      Deno.bench(`ours: ${DRAFTED} tokens generated after ${T} (draft-and-verify, onnxruntime)${suffix}`, {
+        group: "smollm2",
+        n: 3,
+        warmup: 1,
+      }, () => {
+        setKernelThreads(threads);
+        let first = 0;
+        const out = generateDrafted(model, ids, DRAFTED + 1, {
+          drafter: ortDrafter,
+          k: ORT_K,
+          tokensOnly: true,
+          onToken: () => first ||= performance.now(),
+        });
+        const seconds = (performance.now() - first) / 1000 / DRAFTED;
+        // The same ids as greedy decoding: the row measures the method, never a different answer.
+        if (out.tokens.join() !== generate(model, ids, DRAFTED + 1).tokens.join()) {
+          throw new Error("Cannot compare generation methods: draft-and-verify chose other ids than argmax");
+        }
+        if (seconds < ortDrafted[ti]!.seconds) {
+          ortDrafted[ti] = { seconds, accepted: out.stats.accepted, drafted: out.stats.drafted };
+        }
+      });
+    }
     Deno.bench(
       `ours: one training step, 3 stages, B=1 T=${T}${suffix}`,
       { group: "smollm2-train", n: 2, warmup: 0 },
@@ -366,6 +400,20 @@ if (!present) {
     );
     const rate = drafted.map((d) => `${d.accepted}/${d.drafted} (${f((100 * d.accepted) / d.drafted)}%)`);
     console.log(`| draft-and-verify acceptance | ${rate[0]} | | ${rate[1]} | | |`);
+    const ortError = ortDrafters.find((d) => d instanceof Error);
+    if (ortError === undefined) {
+      row(
+        `generation, draft-and-verify, onnxruntime drafter, k=${ORT_K}, tokens only (tokens/s)`,
+        ortDrafted.map((p) => 1 / p.seconds),
+        tg,
+      );
+      const ortRate = ortDrafted.map((d) =>
+        `${d.accepted}/${d.drafted} (${f((100 * d.accepted) / d.drafted)}%)`
+      );
+      console.log(
+        `| draft-and-verify acceptance, onnxruntime drafter | ${ortRate[0]} | | ${ortRate[1]} | | |`,
+      );
+    } else console.log(`onnxruntime drafter rows missing: ${ortError.message}`);
     row("training step (steps/s)", step.map((p) => 1 / p.seconds), NaN);
     console.log(`| training step (s) | ${f(step[0]!.seconds)} | | ${f(step[1]!.seconds)} | | |`);
     const freshSeconds = THREADS.map((t) => fresh.find((x) => x.threads === t)?.seconds ?? NaN);

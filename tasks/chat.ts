@@ -11,7 +11,7 @@ import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 import { DRAFT_HELP, draftChoice, loadSession, streamReply } from "./_model_session.ts";
 
 const HELP = `deno task chat --model ROOT [--objects DIR] [--max-tokens N]
-                   [--draft N | --no-draft]
+                   [--draft N [--drafter onnx|int8] | --no-draft]
 
 Chat with a stored model (for example SmolLM2 after \`deno task model:import\`), greedy and deterministic.
 Type a message and press Enter; the answer streams back. /reset forgets the conversation, /exit (or Ctrl-D)
@@ -47,14 +47,15 @@ async function main(): Promise<void> {
     "max-tokens": { type: "string", default: "256" },
     "no-draft": { type: "boolean" },
     draft: { type: "string" },
+    drafter: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const root = required(values.model, "model");
   const maxTokens = integerOption(values["max-tokens"], "max-tokens", { max: 4096 });
-  const draftK = draftChoice(values.draft, values["no-draft"]);
-  const session = await loadSession(values.objects, root, draftK !== null);
+  const draft = draftChoice(values.draft, values["no-draft"], values.drafter);
+  const session = await loadSession(values.objects, root, draft?.drafter ?? null);
   const out = new TextEncoder();
   const write = (text: string) => Deno.stdout.writeSync(out.encode(text));
   const eos = session.codec.manifest.special_ids.eos;
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
     }
     if (prompt === null) continue;
     write("assistant> ");
-    const { ids } = streamReply(session, prompt, maxTokens, write, draftK ?? undefined);
+    const { ids } = streamReply(session, prompt, maxTokens, write, draft?.k);
     const answer = session.codec.decode(ids.filter((id) => id !== eos));
     history = [...messages, { role: "assistant", content: answer }];
     write("\nyou> ");

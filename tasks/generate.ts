@@ -7,7 +7,7 @@ import { integerOption, parse, required, runTask, UsageError } from "./_cli.ts";
 import { DRAFT_HELP, draftChoice, loadSession, progress, streamReply } from "./_model_session.ts";
 
 const HELP = `deno task generate --model ROOT --prompt TEXT [--objects DIR] [--max-tokens N]
-                   [--draft N | --no-draft]
+                   [--draft N [--drafter onnx|int8] | --no-draft]
 
 Answer one prompt greedily with a stored model (for example SmolLM2 after \`deno task model:import\`): the
 prompt is one user message rendered with the model's chat template (its default system prompt included),
@@ -29,6 +29,7 @@ async function main(): Promise<void> {
     "max-tokens": { type: "string", default: "128" },
     "no-draft": { type: "boolean" },
     draft: { type: "string" },
+    drafter: { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return console.log(HELP);
@@ -36,8 +37,8 @@ async function main(): Promise<void> {
   const root = required(values.model, "model");
   const prompt = required(values.prompt, "prompt");
   const maxTokens = integerOption(values["max-tokens"], "max-tokens", { max: 4096 });
-  const draftK = draftChoice(values.draft, values["no-draft"]);
-  const session = await loadSession(values.objects, root, draftK !== null);
+  const draft = draftChoice(values.draft, values["no-draft"], values.drafter);
+  const session = await loadSession(values.objects, root, draft?.drafter ?? null);
   const ids = encodePrompt(session.codec, [{ role: "user", content: prompt }]);
   const out = new TextEncoder();
   const t0 = performance.now();
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
     ids,
     maxTokens,
     (text) => Deno.stdout.writeSync(out.encode(text)),
-    draftK ?? undefined,
+    draft?.k,
   );
   Deno.stdout.writeSync(out.encode("\n"));
   const seconds = (performance.now() - t0) / 1000;

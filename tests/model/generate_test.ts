@@ -71,6 +71,35 @@ Deno.test("generate decodes a token per pass by default, drafts with --draft N, 
     const passes = (stderr: string) => /tokens in [0-9.]+ s \((\d+ passes[^)]*)\)/.exec(stderr)?.[1];
     assert.equal(passes(byDefault.stderr), passes(plain.stderr));
     assert.doesNotMatch(byDefault.stderr, /int8 drafter/);
+    // The onnxruntime drafter by default: without --allow-ffi it says why it cannot run; with it, the tiny
+    // model's widths (not multiples of 32) are why. No drafter fits the tiny model: one token per pass.
+    assert.match(
+      drafted.stderr,
+      /the onnxruntime drafter cannot run here \(Requires ffi access to .*onnxruntime_binding\.node.*\); using the int8 drafter/,
+    );
+    const FFI = ["--allow-ffi=node_modules/.deno/onnxruntime-node@1.30.0"];
+    const [withFfi, int8] = await Promise.all([
+      runTaskFile("generate.ts", [...args, "--draft", "3"], undefined, FFI),
+      runTaskFile("generate.ts", [...args, "--draft", "3", "--drafter", "int8"], undefined, FFI),
+    ]);
+    assert.equal(withFfi.stdout, plain.stdout);
+    assert.match(
+      withFfi.stderr,
+      /the onnxruntime drafter cannot run here \(Cannot draft for this model: widths/,
+    );
+    assert.equal(int8.stdout, plain.stdout);
+    assert.doesNotMatch(int8.stderr, /onnxruntime/);
+    assert.doesNotMatch(byDefault.stderr, /onnxruntime/);
+    for (
+      const [extra, message] of [
+        [["--drafter", "int8"], /error: --drafter needs --draft N/],
+        [["--draft", "2", "--drafter", "wasm"], /error: --drafter is "wasm", expected onnx or int8/],
+      ] as const
+    ) {
+      const r = await runTaskFile("generate.ts", [...args, ...extra]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, message);
+    }
     const both = await runTaskFile("generate.ts", [...args, "--draft", "3", "--no-draft"]);
     assert.equal(both.code, 2);
     assert.match(both.stderr, /error: --draft and --no-draft cannot be used together/);
@@ -141,9 +170,10 @@ Deno.test({
       const one = await runTaskFile("generate.ts", france);
       assert.equal(one.stdout, "The capital of France is Paris.\n");
       assert.doesNotMatch(one.stderr, /drafter|drafted/); // one token per pass by default
-      const drafting = await runTaskFile("generate.ts", [...france, "--draft", "6"]);
+      const FFI = ["--allow-ffi=node_modules/.deno/onnxruntime-node@1.30.0"]; // as deno task generate has
+      const drafting = await runTaskFile("generate.ts", [...france, "--draft", "6"], undefined, FFI);
       assert.equal(drafting.stdout, one.stdout);
-      assert.match(drafting.stderr, /prepared the int8 drafter/);
+      assert.match(drafting.stderr, /prepared the onnxruntime drafter \(8-bit, draft-and-verify\)/);
       const accepted = /(\d+)\/(\d+) drafted tokens accepted/.exec(drafting.stderr);
       assert.ok(accepted !== null && Number(accepted[2]) > 0, drafting.stderr);
       console.log(`draft-and-verify on SmolLM2: ${accepted[0]}`);
@@ -157,7 +187,10 @@ Deno.test({
         "--max-tokens",
         "48",
       ];
-      const drafted = await runTaskFile("generate.ts", [...long, "--draft", "6"]);
+      const drafted = await runTaskFile("generate.ts", [...long, "--draft", "6"], undefined, FFI);
+      const int8 = await runTaskFile("generate.ts", [...long, "--draft", "6", "--drafter", "int8"]);
+      assert.match(int8.stderr, /prepared the int8 drafter/);
+      assert.equal(int8.stdout, drafted.stdout);
       const plain = await runTaskFile("generate.ts", [...long, "--no-draft"]);
       assert.equal(drafted.code, 0, drafted.stderr);
       assert.equal(drafted.stdout, plain.stdout); // the same greedy answer, token for token

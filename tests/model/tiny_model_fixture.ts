@@ -28,14 +28,18 @@ export function tinyModel(): Uint8Array {
   return writeGguf({ metadata: [...metadata(), ...tokenizer], tensors: ggufTensors() });
 }
 
-/** Runs a task file under `tasks/` with read and write permissions; returns its exit code and output. */
+/**
+ * Runs a task file under `tasks/` with read and write permissions and `permissions` besides; returns its exit
+ * code and output.
+ */
 export async function runTaskFile(
   file: string,
   args: string[],
   stdin?: string,
+  permissions: readonly string[] = [],
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", "--allow-write", `tasks/${file}`, ...args],
+    args: ["run", "--allow-read", "--allow-write", ...permissions, `tasks/${file}`, ...args],
     cwd: ROOT,
     stdin: stdin === undefined ? "null" : "piped",
     stdout: "piped",
