@@ -101,12 +101,16 @@ export async function loadSession(
       const s = ((performance.now() - t0) / 1000).toFixed(1);
       progress(`prepared the onnxruntime drafter (8-bit, draft-and-verify) in ${s} s\n`);
     } catch (e) {
-      progress(`the onnxruntime drafter cannot run here (${(e as Error).message}); using the int8 drafter\n`);
+      progress(
+        `the onnxruntime drafter cannot run here (${(e as Error).message}); trying the int8 drafter\n`,
+      );
     }
   }
-  if (draft !== null && drafter === null && q8Available() && Q8Drafter.supports(model)) {
-    drafter = new Q8Drafter(model);
-    progress("prepared the int8 drafter (draft-and-verify)\n");
+  if (draft !== null && drafter === null) {
+    if (q8Available() && Q8Drafter.supports(model)) {
+      drafter = new Q8Drafter(model);
+      progress("prepared the int8 drafter (draft-and-verify)\n");
+    } else progress("no drafter can run this model here: decoding one token per pass\n");
   }
   return { model, codec, drafter };
 }

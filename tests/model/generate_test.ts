@@ -5,7 +5,7 @@ import { loadModel } from "../../kernels/manifest.ts";
 import { loadCodec } from "../../text/codec.ts";
 import { encodePrompt } from "../../text/conversation.ts";
 import { smollm2File } from "./smollm2_file.ts";
-import { importedRoots, runTaskFile, tempDir, tinyModel } from "./tiny_model_fixture.ts";
+import { importedRoots, runTaskFile, TASK_FFI, tempDir, tinyModel } from "./tiny_model_fixture.ts";
 
 /** Imports the tiny model into `dir/objects` and returns its roots. */
 async function importTiny(dir: string) {
@@ -71,16 +71,15 @@ Deno.test("generate decodes a token per pass by default, drafts with --draft N, 
     const passes = (stderr: string) => /tokens in [0-9.]+ s \((\d+ passes[^)]*)\)/.exec(stderr)?.[1];
     assert.equal(passes(byDefault.stderr), passes(plain.stderr));
     assert.doesNotMatch(byDefault.stderr, /int8 drafter/);
-    // The onnxruntime drafter by default: without --allow-ffi it says why it cannot run; with it, the tiny
-    // model's widths (not multiples of 32) are why. No drafter fits the tiny model: one token per pass.
+    // The onnxruntime drafter by default: without --allow-ffi it says why it cannot run; with the task's flag,
+    // the tiny model's widths (not multiples of 32) are why. No drafter fits the tiny model: one token per pass.
     assert.match(
       drafted.stderr,
-      /the onnxruntime drafter cannot run here \(Requires ffi access to .*onnxruntime_binding\.node.*\); using the int8 drafter/,
+      /the onnxruntime drafter cannot run here \(Requires ffi access to .*onnxruntime_binding\.node.*\); trying the int8 drafter\nno drafter can run this model here: decoding one token per pass/,
     );
-    const FFI = ["--allow-ffi=node_modules/.deno/onnxruntime-node@1.30.0"];
     const [withFfi, int8] = await Promise.all([
-      runTaskFile("generate.ts", [...args, "--draft", "3"], undefined, FFI),
-      runTaskFile("generate.ts", [...args, "--draft", "3", "--drafter", "int8"], undefined, FFI),
+      runTaskFile("generate.ts", [...args, "--draft", "3"], undefined, TASK_FFI),
+      runTaskFile("generate.ts", [...args, "--draft", "3", "--drafter", "int8"], undefined, TASK_FFI),
     ]);
     assert.equal(withFfi.stdout, plain.stdout);
     assert.match(
@@ -89,6 +88,7 @@ Deno.test("generate decodes a token per pass by default, drafts with --draft N, 
     );
     assert.equal(int8.stdout, plain.stdout);
     assert.doesNotMatch(int8.stderr, /onnxruntime/);
+    assert.match(int8.stderr, /no drafter can run this model here/);
     assert.doesNotMatch(byDefault.stderr, /onnxruntime/);
     for (
       const [extra, message] of [
@@ -170,8 +170,7 @@ Deno.test({
       const one = await runTaskFile("generate.ts", france);
       assert.equal(one.stdout, "The capital of France is Paris.\n");
       assert.doesNotMatch(one.stderr, /drafter|drafted/); // one token per pass by default
-      const FFI = ["--allow-ffi=node_modules/.deno/onnxruntime-node@1.30.0"]; // as deno task generate has
-      const drafting = await runTaskFile("generate.ts", [...france, "--draft", "6"], undefined, FFI);
+      const drafting = await runTaskFile("generate.ts", [...france, "--draft", "6"], undefined, TASK_FFI);
       assert.equal(drafting.stdout, one.stdout);
       assert.match(drafting.stderr, /prepared the onnxruntime drafter \(8-bit, draft-and-verify\)/);
       const accepted = /(\d+)\/(\d+) drafted tokens accepted/.exec(drafting.stderr);
@@ -187,7 +186,7 @@ Deno.test({
         "--max-tokens",
         "48",
       ];
-      const drafted = await runTaskFile("generate.ts", [...long, "--draft", "6"], undefined, FFI);
+      const drafted = await runTaskFile("generate.ts", [...long, "--draft", "6"], undefined, TASK_FFI);
       const int8 = await runTaskFile("generate.ts", [...long, "--draft", "6", "--drafter", "int8"]);
       assert.match(int8.stderr, /prepared the int8 drafter/);
       assert.equal(int8.stdout, drafted.stdout);

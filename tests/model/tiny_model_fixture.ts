@@ -28,6 +28,11 @@ export function tinyModel(): Uint8Array {
   return writeGguf({ metadata: [...metadata(), ...tokenizer], tensors: ggufTensors() });
 }
 
+/** The `--allow-ffi` flag of `deno task generate` (and `chat`), read from deno.json: the onnxruntime drafter's. */
+export const TASK_FFI: readonly string[] = [
+  /--allow-ffi=\S+/.exec(JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`)).tasks.generate)![0],
+];
+
 /**
  * Runs a task file under `tasks/` with read and write permissions and `permissions` besides; returns its exit
  * code and output.
