@@ -15,12 +15,18 @@ let ort: any = null;
 let why = "";
 try {
   ort = await import("onnxruntime-node");
-  await ort.InferenceSession.create(addModel());
+  await ort.InferenceSession.create(addModel(), { intraOpNumThreads: 1 });
 } catch (e) {
   why = `onnxruntime-node cannot load here: ${(e as Error).message}`;
   ort = null;
 }
 const ignore = ort === null;
+// One thread that does not spin between runs: the other test files run beside these on the same cores.
+const QUIET = {
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
+};
 if (ignore) console.warn(`ort_draft_test ignored: ${why}`);
 
 function addModel(): Uint8Array<ArrayBuffer> {
@@ -78,7 +84,7 @@ Deno.test({
   g.node("LeakyRelu", [scaled!], ["z"], { alpha: { float: 0.25 } });
   g.output("y", "float", [3, "n"]);
   g.output("z", "float", ["n", 3]);
-  const session = await ort.InferenceSession.create(onnxModel(g, { "": 17 }));
+  const session = await ort.InferenceSession.create(onnxModel(g, { "": 17 }), QUIET);
   const x = Float32Array.of(1, -1, 0, 0, 0.5, -2);
   const out = await session.run({ x: new ort.Tensor("float32", x, [2, 3]) });
   assert.deepEqual(out.y.dims, [3, 2]);
@@ -106,7 +112,7 @@ Deno.test({
   // ~18% in the last block at some positions; here they stay below 1.5%).
   const plain = initModel(PRESETS.devnet, 5);
   const c = plain.config, C = c.hidden_size, KV = c.num_key_value_heads * headDim(c), half = headDim(c) / 2;
-  const session = await ort.InferenceSession.create(draftGraph(plain));
+  const session = await ort.InferenceSession.create(draftGraph(plain), QUIET);
   const ids = [...PROMPT, ...generate(plain, PROMPT, 12).tokens];
   const tables = rotaryTables(ids.length, headDim(c), c.rope_theta);
   const exact = new KvCache(c, ids.length);

@@ -30,8 +30,12 @@ export const PERMISSIONS: Readonly<Record<string, string>> = {
     "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS --allow-net=127.0.0.1 --allow-run tasks/devnet.ts",
   "devnet:codec": "deno run --allow-read --allow-write tasks/devnet_codec.ts",
   "model:import": "deno run --allow-read --allow-write tasks/model_import.ts",
-  "generate": "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS tasks/generate.ts",
-  "chat": "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS tasks/chat.ts",
+  // FFI only for the onnxruntime drafter's addon (`--draft N`), in its package folder
+  "generate":
+    "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS --allow-ffi=node_modules/.deno/onnxruntime-node@1.30.0 tasks/generate.ts",
+  // FFI only for the onnxruntime drafter's addon (`--draft N`), in its package folder
+  "chat":
+    "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS --allow-ffi=node_modules/.deno/onnxruntime-node@1.30.0 tasks/chat.ts",
   "model:fetch-smollm2": "deno run --allow-read --allow-write --allow-run tasks/model_fetch_smollm2.ts",
   "genesis":
     "deno run --allow-read --allow-write --allow-env=NEURO_KERNELS,GO,NEURO_COMETBFT --allow-net=127.0.0.1 tasks/genesis.ts",
