@@ -3,7 +3,8 @@
  * model (`wasm/draft_wasm.ts`, Q8_0 blocks of 32, about a quarter of the float32 weights' bytes) that
  * proposes the next few greedy tokens quickly. It attends over the verifier's own float32 key/value cache
  * for every confirmed position, so it needs no prompt processing of its own, and keeps approximate keys and
- * values only for the positions it is drafting. Whatever it proposes, the deterministic kernels decide.
+ * values only for the positions it is drafting (`DraftCache`, which copies each confirmed position once).
+ * Whatever it proposes, the deterministic kernels decide.
  *
  * @example
  * ```ts
@@ -32,6 +33,59 @@ export interface Drafter {
   draft(cache: KvCache, next: number, k: number): number[];
 }
 
+/**
+ * A drafter's keys and values per block ([positions, KV]): the verifier's exact rows for the confirmed
+ * positions, then the drafter's own rows for the positions it drafts. Rows are copied from the verifier's
+ * cache only as they become confirmed; a different cache, or a shorter one, is copied whole. So it assumes
+ * what `Drafter` promises: a confirmed position never changes (were one to change, only the acceptance
+ * would suffer).
+ */
+export class DraftCache {
+  /** Keys per block, [positions, KV]; an array is replaced when it grows (doubling). */
+  readonly k: Float32Array[];
+  /** Values per block, as `k`. */
+  readonly v: Float32Array[];
+  readonly #c: ModelConfig;
+  #cache: WeakRef<KvCache> | null = null;
+  #synced = 0;
+
+  constructor(config: ModelConfig) {
+    this.#c = config;
+    this.k = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(0));
+    this.v = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(0));
+  }
+
+  /**
+   * Up to `k` ids after `next` (at position `cache.length`): takes the positions of `cache` confirmed since
+   * the last call, makes room for the drafted ones and calls `step(token, position)` for each, which writes
+   * that position's rows and returns the next id.
+   */
+  draft(cache: KvCache, next: number, k: number, step: (token: number, pos: number) => number): number[] {
+    const c = this.#c, L = cache.length, KV = c.num_key_value_heads * headDim(c);
+    const n = Math.max(0, Math.min(k, c.max_position_embeddings - L - 1));
+    if (this.#cache?.deref() !== cache || L < this.#synced) this.#synced = 0; // another answer: copy it all
+    this.#cache = new WeakRef(cache);
+    const need = (L + n + 1) * KV, from = this.#synced * KV;
+    for (let b = 0; b < this.k.length; b++) {
+      if (this.k[b]!.length < need) {
+        const size = Math.min(c.max_position_embeddings * KV, Math.max(need, 2 * this.k[b]!.length));
+        const [k, v] = [new Float32Array(size), new Float32Array(size)];
+        k.set(this.k[b]!.subarray(0, from));
+        v.set(this.v[b]!.subarray(0, from));
+        this.k[b] = k;
+        this.v[b] = v;
+      }
+      // positions confirmed since the last call: the verifier's exact keys and values replace the drafts
+      this.k[b]!.set(cache.k[b]!.subarray(from, L * KV), from);
+      this.v[b]!.set(cache.v[b]!.subarray(from, L * KV), from);
+    }
+    this.#synced = L;
+    const out: number[] = [];
+    for (let i = 0, token = next; i < n; i++) out.push(token = step(token, L + i));
+    return out;
+  }
+}
+
 interface DraftBlock {
   readonly q: Q8Matrix;
   readonly k: Q8Matrix;
@@ -52,8 +106,7 @@ export class Q8Drafter implements Drafter {
   readonly #norm: Float32Array;
   readonly #blocks: DraftBlock[];
   readonly #tables: RotaryTables;
-  readonly #k: Float32Array[]; // per block: keys [positions, KV], confirmed rows copied from the cache
-  readonly #v: Float32Array[]; // grown (doubling) to the positions drafted so far
+  readonly #kv: DraftCache;
 
   /**
    * Quantises every matrix of `model` into the kernels' resident memory (once; it is never freed); the head
@@ -84,8 +137,7 @@ export class Q8Drafter implements Drafter {
       });
     }
     this.#tables = rotaryTables(c.max_position_embeddings, D, c.rope_theta);
-    this.#k = this.#blocks.map(() => new Float32Array(0));
-    this.#v = this.#blocks.map(() => new Float32Array(0));
+    this.#kv = new DraftCache(c);
   }
 
   /** True when `model` can be drafted for (every matrix width a multiple of 32, int8 kernels available). */
@@ -95,25 +147,7 @@ export class Q8Drafter implements Drafter {
   }
 
   draft(cache: KvCache, next: number, k: number): number[] {
-    const c = this.#c, L = cache.length, KV = c.num_key_value_heads * headDim(c);
-    const n = Math.max(0, Math.min(k, c.max_position_embeddings - L - 1));
-    const need = (L + n + 1) * KV;
-    for (let b = 0; b < this.#blocks.length; b++) {
-      if (this.#k[b]!.length < need) {
-        const size = Math.min(c.max_position_embeddings * KV, Math.max(need, 2 * this.#k[b]!.length));
-        this.#k[b] = new Float32Array(size);
-        this.#v[b] = new Float32Array(size);
-      }
-      this.#k[b]!.set(cache.k[b]!.subarray(0, L * KV)); // the confirmed, exact keys and values
-      this.#v[b]!.set(cache.v[b]!.subarray(0, L * KV));
-    }
-    const out: number[] = [];
-    let token = next;
-    for (let i = 0; i < n; i++) {
-      token = this.#step(token, L + i);
-      out.push(token);
-    }
-    return out;
+    return this.#kv.draft(cache, next, k, (token, pos) => this.#step(token, pos));
   }
 
   /** Runs `token` at position `pos` through the int8 model; returns its greedy successor. */
@@ -130,10 +164,10 @@ export class Q8Drafter implements Drafter {
       q8Matvec(w.k, n1, kx);
       q8Matvec(w.v, n1, vx);
       const qr = rotaryForward(q, this.#tables, 1, 1, H, D, pos);
-      this.#k[b]!.set(rotaryForward(kx, this.#tables, 1, 1, KVH, D, pos), pos * KV);
-      this.#v[b]!.set(vx, pos * KV);
+      this.#kv.k[b]!.set(rotaryForward(kx, this.#tables, 1, 1, KVH, D, pos), pos * KV);
+      this.#kv.v[b]!.set(vx, pos * KV);
       const Tk = pos + 1;
-      const keys = this.#k[b]!.subarray(0, Tk * KV), values = this.#v[b]!.subarray(0, Tk * KV);
+      const keys = this.#kv.k[b]!.subarray(0, Tk * KV), values = this.#kv.v[b]!.subarray(0, Tk * KV);
       const a = attentionForward(qr, keys, values, { B: 1, Tq: 1, Tk, H, KVH, D }).out;
       q8Matvec(w.o, a, o);
       for (let i = 0; i < C; i++) o[i] = x[i]! + o[i]!;

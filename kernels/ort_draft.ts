@@ -10,9 +10,8 @@
  *
  * One graph run drafts one position: inputs the token's embedding row, the position's rotary cos and sin and,
  * per block, the keys and values of every earlier position ([P, KV]); outputs the greedy id (`ArgMax` of the
- * int8 head) and the position's own key and value per block. The drafter keeps a copy of the verifier's
- * cache and copies only the positions confirmed since its last call (a different cache, or a shorter one,
- * is copied whole), so it assumes what `Drafter` promises: a confirmed position never changes.
+ * int8 head) and the position's own key and value per block, kept in a `DraftCache` (`draft.ts`), which
+ * copies each confirmed position of the verifier's cache once.
  *
  * Quantisation, per row and block of 32 weights w: d = fround(max|w| / 127), q = round(w / d) + 128
  * (1 … 255), so w ≈ (q − 128)·d, `MatMulNBits`'s default zero point. 4-bit weights were measured and not kept
@@ -32,7 +31,7 @@
  */
 
 import { headDim, type ModelConfig } from "./config.ts";
-import type { Drafter } from "./draft.ts";
+import { DraftCache, type Drafter } from "./draft.ts";
 import type { KvCache } from "./generation.ts";
 import { blockName, EMBED_TENSOR, type Model, NORM_TENSOR } from "./model.ts";
 import { OnnxGraph, onnxModel } from "./onnx_proto.ts";
@@ -167,10 +166,7 @@ export class OrtDrafter implements Drafter {
   readonly #tables: RotaryTables;
   readonly #session: Native;
   readonly #Tensor: Native;
-  readonly #k: Float32Array[]; // per block: keys [positions, KV]; the first #synced rows are the verifier's
-  readonly #v: Float32Array[];
-  #cache: WeakRef<KvCache> | null = null;
-  #synced = 0;
+  readonly #kv: DraftCache;
 
   private constructor(model: Model, session: Native, Tensor: Native) {
     const c = model.config;
@@ -179,8 +175,7 @@ export class OrtDrafter implements Drafter {
     this.#tables = rotaryTables(c.max_position_embeddings, headDim(c), c.rope_theta);
     this.#session = session;
     this.#Tensor = Tensor;
-    this.#k = Array.from({ length: c.num_hidden_layers }, () => new Float32Array(0));
-    this.#v = Array.from({ length: c.num_hidden_layers }, () => new Float32Array(0));
+    this.#kv = new DraftCache(c);
   }
 
   /** True when `model` can be drafted for (every matrix width a multiple of 32, even head width). */
@@ -216,31 +211,7 @@ export class OrtDrafter implements Drafter {
   }
 
   draft(cache: KvCache, next: number, k: number): number[] {
-    const c = this.#c, L = cache.length, KV = c.num_key_value_heads * headDim(c);
-    const n = Math.max(0, Math.min(k, c.max_position_embeddings - L - 1));
-    if (this.#cache?.deref() !== cache || L < this.#synced) this.#synced = 0; // another answer: copy it all
-    this.#cache = new WeakRef(cache);
-    const need = (L + n + 1) * KV;
-    for (let b = 0; b < c.num_hidden_layers; b++) {
-      if (this.#k[b]!.length < need) {
-        const size = Math.min(c.max_position_embeddings * KV, Math.max(need, 2 * this.#k[b]!.length));
-        const grown = [new Float32Array(size), new Float32Array(size)];
-        grown[0]!.set(this.#k[b]!.subarray(0, this.#synced * KV));
-        grown[1]!.set(this.#v[b]!.subarray(0, this.#synced * KV));
-        [this.#k[b], this.#v[b]] = grown as [Float32Array, Float32Array];
-      }
-      // positions confirmed since the last call: the verifier's exact keys and values replace the drafts
-      this.#k[b]!.set(cache.k[b]!.subarray(this.#synced * KV, L * KV), this.#synced * KV);
-      this.#v[b]!.set(cache.v[b]!.subarray(this.#synced * KV, L * KV), this.#synced * KV);
-    }
-    this.#synced = L;
-    const out: number[] = [];
-    let token = next;
-    for (let i = 0; i < n; i++) {
-      token = this.#step(token, L + i);
-      out.push(token);
-    }
-    return out;
+    return this.#kv.draft(cache, next, k, (token, pos) => this.#step(token, pos));
   }
 
   /** Runs `token` at position `pos` through the graph; returns its greedy successor. */
@@ -254,15 +225,15 @@ export class OrtDrafter implements Drafter {
     };
     const fetches: Record<string, null> = { id: null };
     for (let b = 0; b < c.num_hidden_layers; b++) {
-      feeds[`past_k${b}`] = new T("float32", this.#k[b]!.subarray(0, pos * KV), [pos, KV]);
-      feeds[`past_v${b}`] = new T("float32", this.#v[b]!.subarray(0, pos * KV), [pos, KV]);
+      feeds[`past_k${b}`] = new T("float32", this.#kv.k[b]!.subarray(0, pos * KV), [pos, KV]);
+      feeds[`past_v${b}`] = new T("float32", this.#kv.v[b]!.subarray(0, pos * KV), [pos, KV]);
       fetches[`new_k${b}`] = null;
       fetches[`new_v${b}`] = null;
     }
     const out = this.#session.run(feeds, fetches, {});
     for (let b = 0; b < c.num_hidden_layers; b++) {
-      this.#k[b]!.set(out[`new_k${b}`].data as Float32Array, pos * KV);
-      this.#v[b]!.set(out[`new_v${b}`].data as Float32Array, pos * KV);
+      this.#kv.k[b]!.set(out[`new_k${b}`].data as Float32Array, pos * KV);
+      this.#kv.v[b]!.set(out[`new_v${b}`].data as Float32Array, pos * KV);
     }
     return Number((out.id.data as BigInt64Array)[0]);
   }

@@ -3,10 +3,11 @@ import { headDim, PRESETS } from "../../kernels/config.ts";
 import type { Drafter } from "../../kernels/draft.ts";
 import { generateDrafted } from "../../kernels/draft_verify.ts";
 import { decode, generate, KvCache } from "../../kernels/generation.ts";
-import { EMBED_TENSOR, initModel, type Model } from "../../kernels/model.ts";
+import { EMBED_TENSOR, initModel } from "../../kernels/model.ts";
 import { OnnxGraph, onnxModel } from "../../kernels/onnx_proto.ts";
 import { draftGraph, OrtDrafter, quantise8 } from "../../kernels/ort_draft.ts";
 import { rotaryTables } from "../../kernels/rotary.ts";
+import { lively } from "./_generation_fixture.ts";
 
 // onnxruntime is a native addon: without it (no --allow-ffi, no binary for this platform) these tests report
 // themselves ignored with the reason instead of passing.
@@ -36,15 +37,6 @@ function addModel(): Uint8Array<ArrayBuffer> {
   g.output("c", "float", [2]);
   g.node("Add", ["a", "b"], ["c"]);
   return onnxModel(g, { "": 17 });
-}
-
-/** The devnet model with weights scaled up so that its greedy answers vary from token to token. */
-function lively(seed: number): Model {
-  const model = initModel(PRESETS.devnet, seed);
-  for (const c of Object.values(model.components)) {
-    for (const t of Object.values(c)) t.data.forEach((v, i) => t.data[i] = Math.fround(v * 6));
-  }
-  return model;
 }
 
 const PROMPT = [5, 900, 17, 3001, 44, 2, 77, 1024];
@@ -182,7 +174,7 @@ Deno.test({
     decode(model, cache, ids, tables);
     return cache;
   };
-  const other = [9, 8, 7, 6, 5, 4, 3];
+  const other = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]; // longer than PROMPT: not a cut-back cache
   const used = await OrtDrafter.create(model);
   const a = cacheOf(PROMPT);
   used.draft(a, reference.tokens[0]!, 5);
