@@ -2,6 +2,7 @@
 import type { JsonValue } from "../../core/canonical.ts";
 import { id, sha256Hex } from "../../core/digest.ts";
 import { buildManifest, componentFiles, type Manifest } from "../../kernels/manifest.ts";
+import { PRESETS } from "../../kernels/config.ts";
 import { initModel, type Model } from "../../kernels/model.ts";
 import { TINY, TOKENIZER_ROOT } from "./_tiny.ts";
 
@@ -30,4 +31,13 @@ export function variedModel(seed = 1): {
     tokenizer_root: TOKENIZER_ROOT,
   });
   return { model, manifest, root: id(manifest as unknown as JsonValue), objects };
+}
+
+/** The devnet model with weights scaled up (×6) so that its greedy answers vary from token to token. */
+export function lively(seed: number): Model {
+  const model = initModel(PRESETS.devnet, seed);
+  for (const c of Object.values(model.components)) {
+    for (const t of Object.values(c)) t.data.forEach((v, i) => t.data[i] = Math.fround(v * 6));
+  }
+  return model;
 }

@@ -1,22 +1,13 @@
 import assert from "node:assert/strict";
-import { PRESETS } from "../../kernels/config.ts";
 import { type Drafter, Q8Drafter } from "../../kernels/draft.ts";
 import { generateDrafted } from "../../kernels/draft_verify.ts";
 import { generate, type KvCache } from "../../kernels/generation.ts";
-import { initModel, type Model } from "../../kernels/model.ts";
+import type { Model } from "../../kernels/model.ts";
 import { errorCode } from "./_gradcheck.ts";
+import { lively } from "./_generation_fixture.ts";
 
 function bits(x: Float32Array): number[] {
   return Array.from(new Uint32Array(x.slice().buffer));
-}
-
-/** The devnet model with weights scaled up so that its greedy answers vary from token to token. */
-function lively(seed: number): Model {
-  const model = initModel(PRESETS.devnet, seed);
-  for (const c of Object.values(model.components)) {
-    for (const t of Object.values(c)) t.data.forEach((v, i) => t.data[i] = Math.fround(v * 6));
-  }
-  return model;
 }
 
 const PROMPT = [5, 900, 17, 3001, 44, 2, 77, 1024];

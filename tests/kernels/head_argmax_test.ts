@@ -8,7 +8,7 @@ import { generate, generateTokens } from "../../kernels/generation.ts";
 import { headLogits } from "../../kernels/head.ts";
 import { HEAD_ARGMAX_STATS, headTokens } from "../../kernels/head_argmax.ts";
 import { makeModelResident } from "../../kernels/block.ts";
-import { EMBED_TENSOR, initModel, NORM_TENSOR } from "../../kernels/model.ts";
+import { EMBED_TENSOR, NORM_TENSOR } from "../../kernels/model.ts";
 import type { Tensors } from "../../kernels/safetensors.ts";
 import {
   allocResident,
@@ -17,6 +17,7 @@ import {
   scratchBase,
 } from "../../kernels/wasm/kernel_memory.ts";
 import { adversarial, rng, uniform, withThreads } from "./_matmul_util.ts";
+import { lively } from "./_generation_fixture.ts";
 
 const SEED = Number(Deno.env.get("NEURO_SEED") ?? 4099);
 
@@ -178,15 +179,6 @@ Deno.test("the pruned head raises the whole head's errors and falls back where i
   const plain = check(head(w, V, C, false), hidden, 3, "not resident");
   assert.equal(plain.whole, 3);
 });
-
-/** The devnet model with weights scaled up so that its greedy answers vary from token to token. */
-function lively(seed: number) {
-  const model = initModel(PRESETS.devnet, seed);
-  for (const c of Object.values(model.components)) {
-    for (const t of Object.values(c)) t.data.forEach((v, i) => t.data[i] = Math.fround(v * 6));
-  }
-  return model;
-}
 
 Deno.test("generateTokens and tokens-only draft-and-verify give generate's tokens (eos and no tokens too)", () => {
   const model = lively(11);
