@@ -16,7 +16,7 @@
  */
 
 /** Element types used here, with their `TensorProto.DataType` numbers. */
-export const ONNX_TYPES = { float: 1, uint8: 2, int8: 3, int32: 6, int64: 7 } as const;
+export const ONNX_TYPES = { float: 1, uint8: 2, int64: 7 } as const;
 /** An element type name of `ONNX_TYPES`. */
 export type OnnxType = keyof typeof ONNX_TYPES;
 
@@ -80,7 +80,7 @@ class Message {
 }
 
 /** An attribute value: a number is an int unless `float` wraps it; an array is ints. */
-export type OnnxAttribute = number | { readonly float: number } | readonly number[] | string;
+export type OnnxAttribute = number | { readonly float: number } | readonly number[];
 
 /** A dimension: a fixed size or a named, dynamic one. */
 export type OnnxDim = number | string;
@@ -154,7 +154,6 @@ export class OnnxGraph {
     for (const [key, v] of Object.entries(attributes)) {
       const a = new Message().bytes(1, key);
       if (typeof v === "number") a.int(3, v).int(20, 2); // INT
-      else if (typeof v === "string") a.bytes(4, v).int(20, 3); // STRING
       else if (Array.isArray(v)) {
         for (const x of v) a.int(8, x);
         a.int(20, 7); // INTS
