@@ -160,6 +160,8 @@ class Connection {
   readonly #chunk = new Uint8Array(64 * 1024);
   #closed = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** How many phases this connection has entered: a deadline belongs to the phase it was set in. */
+  #entered = 0;
 
   constructor(
     readonly conn: Deno.TcpConn,
@@ -179,15 +181,26 @@ class Connection {
     tryClose(this.conn);
   }
 
-  /** Enters `phase` with its deadline; on expiry `onExpiry` runs and the socket is closed. */
+  /**
+   * Enters `phase` with its deadline; on expiry `onExpiry` runs and the socket is closed.
+   *
+   * Expiry is decided one event-loop turn after the timer fires. When the loop stalls past a deadline (a
+   * synchronous SQLite commit waiting on the disk, say), the timer and the read that beat it become ready
+   * together, and the timer's callback runs first; deciding at once would close a connection whose bytes
+   * arrived in time. One turn later that read's continuation has run and moved the connection on.
+   */
   #enter(phase: Phase, ms: number | null, onExpiry?: () => Promise<void>): void {
     clearTimeout(this.#timer);
+    const entered = ++this.#entered;
     this.phase = phase;
     if (ms === null) return;
     this.#timer = setTimeout(() => {
-      const last = onExpiry ? onExpiry() : Promise.resolve();
-      const bounded = new Promise((r) => setTimeout(r, 1_000));
-      Promise.race([last, bounded]).finally(() => this.abort());
+      this.#timer = setTimeout(() => {
+        if (entered !== this.#entered) return;
+        const last = onExpiry ? onExpiry() : Promise.resolve();
+        const bounded = new Promise((r) => setTimeout(r, 1_000));
+        Promise.race([last, bounded]).finally(() => this.abort());
+      }, 0);
     }, ms);
   }
 

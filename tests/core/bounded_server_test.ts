@@ -78,3 +78,27 @@ Deno.test("bodies being received are bounded together: past the budget a request
     await server.close();
   }
 });
+
+Deno.test("a stalled event loop does not expire connections whose bytes arrived in time; silent and half-sent ones still expire", async () => {
+  const server = echoServer({ idleTimeoutMs: 300, headerTimeoutMs: 300 });
+  const open = () => Deno.connect({ hostname: "127.0.0.1", port: server.port });
+  const [prompt, half, silent] = [await open(), await open(), await open()];
+  try {
+    await new Promise((r) => setTimeout(r, 50)); // all three accepted, each server read pending
+    const encode = (s: string) => new TextEncoder().encode(s);
+    await prompt.write(encode("GET /in-time HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"));
+    await half.write(encode("GET /half HTTP/1.1\r\nx-half: "));
+    // The loop stalls past every deadline (as a synchronous commit waiting on a slow disk does); the bytes
+    // were there before the idle deadline, so the prompt request is answered and the half head gets its 408.
+    const until = performance.now() + 700;
+    while (performance.now() < until) { /* stalled */ }
+    const started = performance.now();
+    const [a, b, c] = await Promise.all([prompt, half, silent].map((s) => new Response(s!.readable).text()));
+    match(a!, /^HTTP\/1\.1 200 [^]*GET \/in-time 0$/);
+    match(b!, /^HTTP\/1\.1 408 [^]*request_timeout[^]*head not complete after 300 ms/);
+    assertEquals(c, "");
+    assertEquals(performance.now() - started < 2_000, true);
+  } finally {
+    await server.close();
+  }
+});
