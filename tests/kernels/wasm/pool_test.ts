@@ -22,9 +22,9 @@ Deno.test("a pool call on 2 threads starts one worker only, even while that work
     }
   };
   assert.equal(pool.workers(), 0);
-  // The worker is starting: the jobs run here. Not asserted: `new Worker` blocks this thread until the
-  // worker's isolate exists (far longer on a loaded machine), and a worker that became ready meanwhile takes
-  // the published jobs itself (CI saw it take both), which is what the pool is for.
+  // The worker is starting, so the jobs usually run here. Not asserted: `new Worker` blocks this thread until
+  // the worker's isolate exists (far longer on a loaded machine), and a worker that became ready meanwhile
+  // takes the published jobs itself (CI saw it take both), which is what the pool is for.
   pool.run([NOTHING, NOTHING], local);
   assert.equal(pool.workers(), 1);
   assert.equal(await pool.whenReady(1), 1);
