@@ -7,7 +7,8 @@
  * `--drafter int8` asks for the WebAssembly one (`kernels/draft.ts`), which is also the fallback when the
  * native addon cannot load. Measured on SmolLM2 on the 2-core dev machine (December 2026, four prompts of
  * 64 tokens, k = 4): the onnxruntime drafter had 98% of its drafts accepted and ran 1.18-1.22x faster than one
- * token per pass on one thread, 1.01-1.05x on two; the int8 WebAssembly drafter is slower than one token per pass.
+ * token per pass on one thread, but no faster on two (1.01-1.05x in one run, 0.86-0.94x in another, at k = 1-4);
+ * the int8 WebAssembly drafter is slower than one token per pass.
  */
 import { ObjectStore } from "../core/object_store.ts";
 import { makeModelResident } from "../kernels/block.ts";
@@ -32,7 +33,7 @@ export interface Session {
 /** The help lines of the drafting switches, shared by `generate` and `chat`. */
 export const DRAFT_HELP =
   `  --draft N          draft N tokens (1..16) with a quantised copy and verify them in one pass (the same
-                     answer; off by default: measured 1.2x faster on one thread, 1.0x on two)
+                     answer; off by default: 1.2x faster on one thread, no faster on two)
   --drafter NAME     with --draft: onnx (default; onnxruntime, 8-bit) or int8 (WebAssembly, slower)
   --no-draft         decode one token per pass (the default)`;
 
