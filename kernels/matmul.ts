@@ -24,6 +24,11 @@
  * Buffers may be longer than needed (only the first M·K, K·N, M·N elements are used) but `out` must not
  * overlap `a` or `b`.
  *
+ * A sum may be taken in pieces: `matmulContinue` runs the same loop with `acc` starting from the value `out`
+ * holds instead of +0, so a product over K = K1 + K2 is `matmul` over A's first K1 columns and B's first K1
+ * rows, then `matmulContinue` over the rest, with every element's operations and order those of one `matmul`
+ * (the head's vocabulary is walked so, in slices, to keep the kernels' memory small).
+ *
  * @example
  * ```ts
  * import { matmul } from "./matmul.ts";
@@ -94,6 +99,25 @@ export function matmulFinite(
 }
 
 /**
+ * C = C + A·B as a continuation of C's sums: for every element, acc = out[i,j] (the value it holds), then for
+ * k = 0, 1, …, K−1, acc = fround(acc + fround(A[i,k] * B[k,j])), written back. Matmul over the first K1 steps
+ * and this over the next K2 give the bits of one matmul over K1 + K2. With `check`, returns false when some
+ * output element is NaN or infinite (always true without it). Throws as `matmul` does.
+ */
+export function matmulContinue(
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  layout: MatmulLayout = "nn",
+  check = false,
+): boolean {
+  return run(a, b, out, M, K, N, layout, check, true);
+}
+
+/**
  * `matmulFinite(a, bs[g], outs[g], M, K, Ns[g], "nt")` for every g — the linear layers of one input (q, k
  * and v; gate and up) — with the same bits and results. On the WebAssembly path, for weights made resident
  * with their panels packed together, it is one call (`wasmMatmulGroup`): A copied in and packed once, and
@@ -138,16 +162,17 @@ function run(
   N: number,
   layout: MatmulLayout,
   check: boolean,
+  continued = false,
 ): boolean {
   validateMatmul(a, b, out, M, K, N, layout);
   if (!FORCE_REFERENCE && M * K * N >= WASM_MIN_WORK && wasmMatmulAvailable() && wasmMatmulFits(M, K, N)) {
     try {
-      return wasmMatmul(a, b, out.subarray(0, M * N), M, K, N, layout, kernelThreads(), check);
+      return wasmMatmul(a, b, out.subarray(0, M * N), M, K, N, layout, kernelThreads(), check, continued);
     } catch (e) {
       if (!(e instanceof RangeError)) throw e; // the wasm memory could not grow: same bits from the loops
     }
   }
-  referenceLoops(a, b, out, M, K, N, layout);
+  referenceLoops(a, b, out, M, K, N, layout, continued);
   return !check || allFinite(out, 0, M * N);
 }
 
@@ -225,13 +250,14 @@ function referenceLoops(
   K: number,
   N: number,
   layout: MatmulLayout,
+  continued = false,
 ): void {
   const fr = Math.fround;
   const aT = layout[0] === "t", bT = layout[1] === "t";
   if (!bT) {
     for (let i = 0; i < M; i++) {
       const row = i * N;
-      c.fill(0, row, row + N); // acc = +0
+      if (!continued) c.fill(0, row, row + N); // acc = +0 (or, continued, the value C holds)
       for (let k = 0; k < K; k++) {
         const aik = aT ? a[k * M + i]! : a[i * K + k]!;
         const bk = k * N;
@@ -247,7 +273,9 @@ function referenceLoops(
     let j = 0;
     for (; j + 4 <= N; j += 4) {
       const b0 = j * K, b1 = b0 + K, b2 = b1 + K, b3 = b2 + K;
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      const o = i * N + j;
+      let s0 = continued ? c[o]! : 0, s1 = continued ? c[o + 1]! : 0;
+      let s2 = continued ? c[o + 2]! : 0, s3 = continued ? c[o + 3]! : 0;
       for (let k = 0; k < K; k++) {
         const x = at(i, k);
         s0 = fr(s0 + fr(x * b[b0 + k]!));
@@ -262,7 +290,7 @@ function referenceLoops(
     }
     for (; j < N; j++) {
       const bj = j * K;
-      let acc = 0;
+      let acc = continued ? c[i * N + j]! : 0;
       for (let k = 0; k < K; k++) acc = fr(acc + fr(at(i, k) * b[bj + k]!));
       c[i * N + j] = acc;
     }

@@ -475,27 +475,32 @@
   ;; Columns $jlo ≤ j < min($jhi, N) of C[M,N] (row-major at $c) = A·B; $jlo is a multiple of 12 (of 96 for
   ;; whole panel groups). $pa holds ceil(M/3)*3*K floats (four times that with $ab = 1: A packed broadcast),
   ;; $pb 8*12*K floats, $scr (1 + ceil(M/3))*36 floats. $flags: bit 0 ($bp) set when $b is B already packed
-  ;; by pack_b_all (with the same $bT), and then $pb is not used; bit 1 ($ab) set for A packed broadcast (one
-  ;; word for both, so a pool job's arguments still fit its slot).
+  ;; by pack_b_all (with the same $bT), and then $pb is not used; bit 1 ($ab) set for A packed broadcast;
+  ;; bit 2 ($acc) set to continue each output's sum from the value C holds instead of from +0 (one word for
+  ;; all, so a pool job's arguments still fit its slot).
   ;;
   ;; K is walked in blocks of $KC steps (the last one shorter), every row group of a panel per block: one
   ;; block of a panel (12·$KC floats) stays in the L1 cache while the row groups' A stream past it, where a
   ;; whole panel (12·K floats, 27 KB at K = 576) would be evicted by the A of one row group before it is read
   ;; again. Between blocks a tile's 9 accumulators wait in $scr (tile t at $scr + 144 + 144t) as float32,
   ;; exactly the values they held, and resume with the next k: each output element still sees acc = +0, then
-  ;; k = 0, 1, …, K−1 in ascending order, the same operations as without blocks.
+  ;; k = 0, 1, …, K−1 in ascending order, the same operations as without blocks. With $acc the first block's
+  ;; accumulators are loaded from C (the elements inside C; a tile's lanes outside it start at 0 and are never
+  ;; stored) instead of set to +0, so a product over K = K1 + K2 is one call over the first K1 steps and one
+  ;; with $acc over the other K2: every element sees the same operations in the same order.
   (func (export "matmul") (param $a i32) (param $b i32) (param $c i32) (param $pa i32) (param $pb i32)
     (param $scr i32) (param $M i32) (param $K i32) (param $N i32) (param $aT i32) (param $bT i32)
     (param $jlo i32) (param $jhi i32) (param $flags i32)
     (local $j0 i32) (local $i0 i32) (local $pak i32) (local $pbk i32) (local $end i32) (local $pbp i32) (local $g i32)
     (local $row i32) (local $r i32) (local $q i32) (local $nr i32) (local $nc i32) (local $ks i32)
-    (local $kb i32) (local $kn i32) (local $t i32) (local $bp i32) (local $ab i32)
+    (local $kb i32) (local $kn i32) (local $t i32) (local $bp i32) (local $ab i32) (local $acc i32)
     (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $bv v128)
     (local $c00 v128) (local $c01 v128) (local $c02 v128)
     (local $c10 v128) (local $c11 v128) (local $c12 v128)
     (local $c20 v128) (local $c21 v128) (local $c22 v128)
     (local.set $bp (i32.and (local.get $flags) (i32.const 1)))
     (local.set $ab (i32.shr_u (i32.and (local.get $flags) (i32.const 2)) (i32.const 1)))
+    (local.set $acc (i32.shr_u (i32.and (local.get $flags) (i32.const 4)) (i32.const 2)))
     (call $pack_a (local.get $a) (local.get $pa) (local.get $M) (local.get $K) (local.get $aT) (local.get $ab))
     (local.set $ks (select (i32.const 48) (i32.const 12) (local.get $ab))) ;; bytes of packed A per k step
     (if (i32.gt_u (local.get $jhi) (local.get $N)) (then (local.set $jhi (local.get $N))))
@@ -525,7 +530,7 @@
           (br_if $done_i (i32.ge_u (local.get $i0) (local.get $M)))
           (if (i32.eqz (local.get $kb))
             (then
-              ;; acc = +0 for the 3 × 12 outputs C[i0..i0+2, j0..j0+11].
+              ;; acc = +0 for the 3 × 12 outputs C[i0..i0+2, j0..j0+11]
               (local.set $c00 (v128.const i32x4 0 0 0 0))
               (local.set $c01 (v128.const i32x4 0 0 0 0))
               (local.set $c02 (v128.const i32x4 0 0 0 0))
@@ -535,6 +540,59 @@
               (local.set $c20 (v128.const i32x4 0 0 0 0))
               (local.set $c21 (v128.const i32x4 0 0 0 0))
               (local.set $c22 (v128.const i32x4 0 0 0 0))
+              ;; or, with $acc, acc = C: whole rows of 12 when the tile is inside C, otherwise through the
+              ;; scratch area (zeros, then the elements inside C); $nc is then the bytes from row to row
+              (if (local.get $acc)
+                (then
+                  (if (i32.and (i32.le_u (i32.add (local.get $i0) (i32.const 3)) (local.get $M))
+                               (i32.le_u (i32.add (local.get $j0) (i32.const 12)) (local.get $N)))
+                    (then
+                      (local.set $row (i32.add (local.get $c)
+                        (i32.shl (i32.add (i32.mul (local.get $i0) (local.get $N)) (local.get $j0)) (i32.const 2))))
+                      (local.set $nc (i32.shl (local.get $N) (i32.const 2))))
+                    (else
+                      (v128.store offset=0 (local.get $scr) (local.get $c00))
+                      (v128.store offset=16 (local.get $scr) (local.get $c00))
+                      (v128.store offset=32 (local.get $scr) (local.get $c00))
+                      (v128.store offset=48 (local.get $scr) (local.get $c00))
+                      (v128.store offset=64 (local.get $scr) (local.get $c00))
+                      (v128.store offset=80 (local.get $scr) (local.get $c00))
+                      (v128.store offset=96 (local.get $scr) (local.get $c00))
+                      (v128.store offset=112 (local.get $scr) (local.get $c00))
+                      (v128.store offset=128 (local.get $scr) (local.get $c00))
+                      (local.set $nr (i32.sub (local.get $M) (local.get $i0)))
+                      (if (i32.gt_u (local.get $nr) (i32.const 3)) (then (local.set $nr (i32.const 3))))
+                      (local.set $nc (i32.sub (local.get $N) (local.get $j0)))
+                      (if (i32.gt_u (local.get $nc) (i32.const 12)) (then (local.set $nc (i32.const 12))))
+                      (local.set $r (i32.const 0))
+                      (block $done_lr (loop $next_lr
+                        (br_if $done_lr (i32.ge_u (local.get $r) (local.get $nr)))
+                        (local.set $row (i32.add (local.get $c) (i32.shl
+                          (i32.add (i32.mul (i32.add (local.get $i0) (local.get $r)) (local.get $N)) (local.get $j0))
+                          (i32.const 2))))
+                        (local.set $q (i32.const 0))
+                        (block $done_lq (loop $next_lq
+                          (br_if $done_lq (i32.ge_u (local.get $q) (local.get $nc)))
+                          (f32.store (i32.add (local.get $scr)
+                            (i32.shl (i32.add (i32.mul (local.get $r) (i32.const 12)) (local.get $q)) (i32.const 2)))
+                            (f32.load (i32.add (local.get $row) (i32.shl (local.get $q) (i32.const 2)))))
+                          (local.set $q (i32.add (local.get $q) (i32.const 1)))
+                          (br $next_lq)))
+                        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+                        (br $next_lr)))
+                      (local.set $row (local.get $scr))
+                      (local.set $nc (i32.const 48)))) ;; the scratch tile's rows are 12 floats apart
+                  (local.set $c00 (v128.load offset=0 (local.get $row)))
+                  (local.set $c01 (v128.load offset=16 (local.get $row)))
+                  (local.set $c02 (v128.load offset=32 (local.get $row)))
+                  (local.set $row (i32.add (local.get $row) (local.get $nc)))
+                  (local.set $c10 (v128.load offset=0 (local.get $row)))
+                  (local.set $c11 (v128.load offset=16 (local.get $row)))
+                  (local.set $c12 (v128.load offset=32 (local.get $row)))
+                  (local.set $row (i32.add (local.get $row) (local.get $nc)))
+                  (local.set $c20 (v128.load offset=0 (local.get $row)))
+                  (local.set $c21 (v128.load offset=16 (local.get $row)))
+                  (local.set $c22 (v128.load offset=32 (local.get $row)))))
             )
             (else
               ;; the sums so far, as the previous block left them

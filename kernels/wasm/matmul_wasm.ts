@@ -147,7 +147,8 @@ export function columnSplit(M: number, K: number, N: number, threads: number): [
  * already be valid (see `validateMatmul`) and fit (`wasmMatmulFits`); throws when the module is unavailable
  * or the call does not fit, and RangeError when the memory cannot grow. Inputs and output on shared memory
  * are copied in and out on every thread (`copyFloats`). With `check`, returns false when any output value
- * is NaN or infinite, checked as it is copied out (without `check`, always true).
+ * is NaN or infinite, checked as it is copied out (without `check`, always true). With `continued`, each
+ * output element's sum starts from the value `out` holds instead of from +0 (`matmulContinue`).
  */
 export function wasmMatmul(
   a: Float32Array,
@@ -159,8 +160,10 @@ export function wasmMatmul(
   layout: MatmulLayout,
   threads: number = kernelThreads(),
   check = false,
+  continued = false,
 ): boolean {
-  const packed = packedB(b, layout[1] === "t" ? 1 : 0, K, N);
+  // A continued sum runs the 3-row tile, which reads a resident B's plain values (never its packed panels)
+  const packed = continued ? null : packedB(b, layout[1] === "t" ? 1 : 0, K, N);
   const at = packed ?? (isResident(b) ? b.byteOffset : null);
   const c = matmulInMemory(
     a,
@@ -173,6 +176,7 @@ export function wasmMatmul(
       at,
       fill: (to, buf) => copyFloats(b.subarray(0, K * N), new Float32Array(buf, to, K * N), false, threads),
     },
+    continued ? out : undefined,
   );
   return copyFloats(new Float32Array(kernelMemory()!.memory.buffer, c, M * N), out, check, threads);
 }
@@ -188,7 +192,8 @@ export type MatmulB =
 /**
  * The body of `wasmMatmul` up to its output: lays out the call, copies A (and B, by `b.fill`) in, runs the
  * jobs of its column ranges, and returns the byte offset of C [M,N] in the kernel memory (valid until the
- * next call). Throws as `wasmMatmul` does.
+ * next call). With `from` [M,N], C starts as a copy of it and each element's sum continues from that value
+ * (the kernel's flag bit 2) instead of starting from +0. Throws as `wasmMatmul` does.
  */
 export function matmulInMemory(
   a: Float32Array,
@@ -198,6 +203,7 @@ export function matmulInMemory(
   layout: MatmulLayout,
   threads: number,
   b: MatmulB,
+  from?: Float32Array,
 ): number {
   const km = kernelMemory();
   if (km === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
@@ -220,12 +226,16 @@ export function matmulInMemory(
     copyFloats(a.subarray(0, M * K), new Float32Array(buf, at.a, M * K), false, threads);
   }
   if (b.at === null) b.fill(at.b, buf);
+  if (from !== undefined) {
+    copyFloats(from.subarray(0, M * N), new Float32Array(buf, at.c, M * N), false, threads);
+  }
   const aT = layout[0] === "t" ? 1 : 0, bT = layout[1] === "t" ? 1 : 0;
   // One row on prepacked panels (decoding a token): the matvec, which computes no padding rows; A [1,K] is
   // the same K contiguous floats whichever its layout.
   const packed = b.at !== null && b.packed;
-  const matvec = M === 1 && packed;
-  const flags = (packed ? 1 : 0) | (at.ab << 1); // bit 0: B prepacked; bit 1: A packed broadcast
+  const matvec = M === 1 && packed && from === undefined;
+  // bit 0: B prepacked; bit 1: A packed broadcast; bit 2: each sum continues from C's value
+  const flags = (packed ? 1 : 0) | (at.ab << 1) | (from !== undefined ? 4 : 0);
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
     if (matvec) return [MATVEC_KERNEL, at.a, at.b, at.c, scr, K, N, lo, hi];
