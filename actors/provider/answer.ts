@@ -134,9 +134,11 @@ function whole(model: Model): string[] {
 
 /**
  * What `makeModelResident` adds to the kernels' memory for `model`, at most: its float32 bytes twice (values
- * and panels), and per matrix (seven a block and the embedding) up to 12 rows of panel padding and alignment.
+ * and panels), 1.25 bytes a parameter of code panels (`kernels/wasm/code_panels.ts`: a quantised import's
+ * weights), and per matrix (seven a block and the embedding) up to 12 rows of panel padding and alignment.
  */
 function residentBytes(model: Model): number {
   const c = model.config, matrices = 7 * c.num_hidden_layers + 1;
-  return 2 * 4 * modelParameters(c) + matrices * (48 * Math.max(c.hidden_size, c.intermediate_size) + 128);
+  return Math.ceil(9.25 * modelParameters(c)) +
+    matrices * (48 * Math.max(c.hidden_size, c.intermediate_size) + 192);
 }

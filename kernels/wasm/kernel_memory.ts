@@ -1,7 +1,7 @@
 /**
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
  * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
- * kernels (`draft.wat`, kernel 1), the one-row kernel on prepacked panels (`matmul.wat`, kernel 6) and the
+ * kernels (`draft.wat`, kernel 1), the one-row kernels on prepacked panels and on code panels (`matmul.wat`, kernels 6 and 9) and the
  * deterministic softmax kernels (`softmax.wat`: attention forward and backward by head, kernels 2 and 3; the
  * head's vocabulary exponentials and gradient, kernels 4 and 5; the MLP's gated product and its backward,
  * kernels 7 and 8). All are compiled synchronously from embedded bytes, so loading needs no permissions.
@@ -37,6 +37,8 @@ export const MATVEC_KERNEL = 6;
 export const SILU_KERNEL = 7;
 /** Index of the MLP's gated product backward (`silu_backward`, elementwise) in pool jobs. */
 export const SILU_BACKWARD_KERNEL = 8;
+/** Index of the one-row matmul on code panels (`matvec_codes`, decoding one token) in pool jobs. */
+export const MATVEC_CODES_KERNEL = 9;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -55,6 +57,7 @@ export interface MatmulExports {
   k_block: WebAssembly.Global;
   matmul(...args: number[]): void;
   matvec(...args: number[]): void;
+  matvec_codes(a: number, b: number, c: number, K: number, jlo: number, jhi: number): void;
   pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;
   all_finite(p: number, n: number): number;
 }
@@ -111,6 +114,7 @@ export function kernelMemory(): KernelMemory | null {
           [matmul, "matvec"],
           [softmax, "silu"],
           [softmax, "silu_backward"],
+          [matmul, "matvec_codes"],
         ],
         memory,
         MAX_THREADS - 1,

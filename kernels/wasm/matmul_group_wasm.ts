@@ -14,7 +14,8 @@
 import { kernelMemory } from "./kernel_memory.ts";
 import { copyFloats } from "../parallel_copy.ts";
 import { kernelThreads } from "../threads.ts";
-import { matmulInMemory, packedB, wasmMatmul } from "./matmul_wasm.ts";
+import { codedB, matmulInMemory, packedB, wasmMatmul } from "./matmul_wasm.ts";
+import { CODE_PANEL_COLUMNS, codePanelBytes } from "./code_panels.ts";
 
 /**
  * C_g = A·B_gᵀ (layout "nt": A [M,K], B_g [N_g,K], C_g [M,N_g]) for every g, on up to `threads` threads.
@@ -35,7 +36,8 @@ export function wasmMatmulGroup(
   const run = panelRun(bs, K, Ns);
   if (run === null) return bs.map((b, g) => wasmMatmul(a, b, outs[g]!, M, K, Ns[g]!, "nt", threads, check));
   const { N, cols } = run;
-  const c = matmulInMemory(a, M, K, N, "nt", threads, { at: run.at, packed: true });
+  const codes = M === 1 ? codeRun(bs, K, Ns, cols) : null;
+  const c = matmulInMemory(a, M, K, N, "nt", threads, { at: run.at, packed: true, codes });
   const km = kernelMemory()!, buf = km.memory.buffer;
   return outs.map((out, g) => {
     const n = Ns[g]!, at = c + 4 * cols[g]!; // C_g's first row in C [M,N]
@@ -72,4 +74,21 @@ export function panelRun(
   const cols = ats.map((p) => 12 * ((p! - at) / panel));
   const last = order[order.length - 1]!;
   return { at, N: cols[last]! + Ns[last]!, cols };
+}
+
+/**
+ * Where the group's code panels start when every B_g has them (`makeResident`) one after another, each at the
+ * columns `cols` its float32 panels have in their run (so C [M, N] is laid out the same); else null.
+ */
+export function codeRun(
+  bs: readonly Float32Array[],
+  K: number,
+  Ns: readonly number[],
+  cols: readonly number[],
+): number | null {
+  const ats = bs.map((b, g) => codedB(b, K, Ns[g]!));
+  if (ats.some((at) => at === null)) return null;
+  const at = Math.min(...(ats as number[]));
+  const panel = codePanelBytes(CODE_PANEL_COLUMNS, K);
+  return ats.every((p, g) => p! - at === (cols[g]! / CODE_PANEL_COLUMNS) * panel) ? at : null;
 }

@@ -21,16 +21,20 @@ import {
   allocResident,
   ensureBytes,
   isResident,
+  type KernelMemory,
   kernelMemory,
   MATMUL_KERNEL,
   type MatmulExports,
+  MATVEC_CODES_KERNEL,
   MATVEC_KERNEL,
   MAX_BYTES,
   residentFloat32,
   scratchBase,
 } from "./kernel_memory.ts";
 import type { Tensors } from "../safetensors.ts";
+import type { Tensor } from "../tensor.ts";
 import { copyFloats } from "../parallel_copy.ts";
+import { CODE_PANEL_COLUMNS, codePanelBytes, encodeCodes, writeCodePanels } from "./code_panels.ts";
 
 /** Below this many multiply-adds (M·K·N) a call stays on one thread (handing out work costs microseconds). */
 export const THREAD_MIN_WORK = 1 << 18;
@@ -126,11 +130,18 @@ export function wasmMatmulFits(M: number, K: number, N: number): boolean {
 
 /**
  * Column ranges [lo, hi) for `threads` threads: whole groups of `unit` columns (96 when every thread gets at
- * least one group, else 12), as even as possible, in ascending order; one range when the call is small.
+ * least one group, else 12; or the two `sizes` given, e.g. 16 and 16 for code panels), as even as possible,
+ * in ascending order; one range when the call is small.
  */
-export function columnSplit(M: number, K: number, N: number, threads: number): [number, number][] {
+export function columnSplit(
+  M: number,
+  K: number,
+  N: number,
+  threads: number,
+  sizes: readonly [number, number] = [96, 12],
+): [number, number][] {
   if (threads <= 1 || M * K * N < THREAD_MIN_WORK) return [[0, N]];
-  const unit = N >= 96 * threads ? 96 : 12;
+  const unit = N >= sizes[0] * threads ? sizes[0] : sizes[1];
   const units = Math.ceil(N / unit), parts = Math.min(threads, units);
   if (parts <= 1) return [[0, N]];
   const out: [number, number][] = [];
@@ -165,6 +176,7 @@ export function wasmMatmul(
   // A continued sum runs the 3-row tile, which reads a resident B's plain values (never its packed panels)
   const packed = continued ? null : packedB(b, layout[1] === "t" ? 1 : 0, K, N);
   const at = packed ?? (isResident(b) ? b.byteOffset : null);
+  const codes = packed !== null && M === 1 && layout[1] === "t" ? codedB(b, K, N) : null;
   const c = matmulInMemory(
     a,
     M,
@@ -172,7 +184,7 @@ export function wasmMatmul(
     N,
     layout,
     threads,
-    at !== null ? { at, packed: packed !== null } : {
+    at !== null ? { at, packed: packed !== null, codes } : {
       at,
       fill: (to, buf) => copyFloats(b.subarray(0, K * N), new Float32Array(buf, to, K * N), false, threads),
     },
@@ -183,10 +195,11 @@ export function wasmMatmul(
 
 /**
  * Where B of a call in the kernel memory is: at `at` when it is there already (resident; with `packed`, its
- * panels packed by `makeResident`), else `fill` copies it to the offset it is given.
+ * panels packed by `makeResident`; with `codes`, where its code panels are, read by a one-row call), else
+ * `fill` copies it to the offset it is given.
  */
 export type MatmulB =
-  | { readonly at: number; readonly packed: boolean }
+  | { readonly at: number; readonly packed: boolean; readonly codes?: number | null }
   | { readonly at: null; readonly fill: (at: number, buf: ArrayBufferLike) => void };
 
 /**
@@ -207,7 +220,15 @@ export function matmulInMemory(
 ): number {
   const km = kernelMemory();
   if (km === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
-  let ranges = columnSplit(M, K, N, threads);
+  // One row on code panels (decoding a token with a quantised import's weights): whole panels of 16 columns
+  const codes = b.at !== null && M === 1 && from === undefined ? b.codes ?? null : null;
+  let ranges = columnSplit(
+    M,
+    K,
+    N,
+    threads,
+    codes === null ? undefined : [CODE_PANEL_COLUMNS, CODE_PANEL_COLUMNS],
+  );
   if (ranges.length > 1 && km.pool.ready(ranges.length - 1) === 0 && km.pool.disabled !== null) {
     ranges = [[0, N]]; // no workers will come: one range avoids packing A again for nothing
   }
@@ -238,10 +259,13 @@ export function matmulInMemory(
   const flags = (packed ? 1 : 0) | (at.ab << 1) | (from !== undefined ? 4 : 0);
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
+    if (codes !== null) return [MATVEC_CODES_KERNEL, at.a, codes, at.c, K, lo, hi];
     if (matvec) return [MATVEC_KERNEL, at.a, at.b, at.c, scr, K, N, lo, hi];
     return [MATMUL_KERNEL, at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi, flags];
   });
-  const run = matvec
+  const run = codes !== null
+    ? (job: readonly number[]) => km.matmul.matvec_codes(job[1]!, job[2]!, job[3]!, job[4]!, job[5]!, job[6]!)
+    : matvec
     ? (job: readonly number[]) => km.matmul.matvec(...job.slice(1))
     : (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
@@ -261,6 +285,18 @@ export function packedB(b: Float32Array, bT: number, K: number, N: number): numb
   return p !== undefined && p.bT === bT && p.K === K && p.N === N ? p.at : null;
 }
 
+/** Resident matrices that also have code panels (`makeResident`, `code_panels.ts`): where, and their size. */
+const CODED = new WeakMap<Float32Array, { at: number; K: number; N: number }>();
+
+/**
+ * Where `b`'s code panels are (a resident weight [N, K] that is exactly a block quantisation's values, for a
+ * one-row matmul in layout "nt"), or null (then a one-row call reads its float32 panels).
+ */
+export function codedB(b: Float32Array, K: number, N: number): number | null {
+  const p = CODED.get(b);
+  return p !== undefined && p.K === K && p.N === N ? p.at : null;
+}
+
 /**
  * Moves every matrix (2-D tensor) of `components` into the kernels' resident memory, replacing each tensor
  * with a view of the same values there, so every later matmul reads those weights in place instead of
@@ -271,15 +307,19 @@ export function packedB(b: Float32Array, bT: number, K: number, N: number): numb
  * memory is never given back, and the tensors must not be written afterwards (the copies would no longer be
  * theirs). The panels of the matrices of a component named in one list of `together` (the layers of one
  * input, e.g. a block's q, k and v) are packed one after another in that order, so `wasmMatmulGroup` reads
- * them as one B. Returns the bytes moved and packed (0 when the kernels are unavailable).
+ * them as one B. With `codes` (the default, with `prepack`) every matrix whose values are exactly a block
+ * quantisation's (`code_panels.ts`: a GGUF Q4_1 import's are) also gets code panels, 1.25 bytes a weight,
+ * which a one-row matmul (decoding one token) reads instead of its float32 panels with the same bits; a
+ * group gets them only when all its matrices do, laid out one after another like its panels. Returns the
+ * bytes moved, packed and coded (0 when the kernels are unavailable).
  */
 export function makeResident(
   components: Record<string, Tensors>,
-  options: { prepack?: boolean; together?: readonly (readonly string[])[] } = {},
+  options: { prepack?: boolean; together?: readonly (readonly string[])[]; codes?: boolean } = {},
 ): number {
   const km = kernelMemory();
   if (km === null) return 0;
-  const prepack = options.prepack ?? true;
+  const prepack = options.prepack ?? true, coding = prepack && (options.codes ?? true);
   const first: readonly string[] = (options.together ?? []).flat();
   let moved = 0;
   for (const tensors of Object.values(components)) {
@@ -310,7 +350,33 @@ export function makeResident(
         moved += panels(name);
         at += panels(name);
       }
+      if (coding && group.length > 0) moved += makeCoded(km, group.map((name) => tensors[name]!));
     }
   }
   return moved;
+}
+
+/**
+ * Builds the code panels of a group of resident matrices (each [N, K], used as B in layout "nt"), one after
+ * another so the group reads as one run, when every one of them is exactly a block quantisation's values;
+ * returns the bytes they take (0 when some matrix has none).
+ */
+function makeCoded(km: KernelMemory, group: readonly Tensor[]): number {
+  const sizes = group.map((t) => t.shape as [number, number]);
+  const codes = [];
+  for (let g = 0; g < group.length; g++) {
+    const [N, K] = sizes[g]!;
+    const c = encodeCodes(group[g]!.data, N, K);
+    if (c === null) return 0;
+    codes.push(c);
+  }
+  const bytes = sizes.reduce((n, [N, K]) => n + codePanelBytes(N, K), 0);
+  let at = allocResident(km, bytes);
+  for (let g = 0; g < group.length; g++) {
+    const [N, K] = sizes[g]!;
+    writeCodePanels(codes[g]!, N, K, new Uint8Array(km.memory.buffer, at, codePanelBytes(N, K)));
+    CODED.set(group[g]!.data, { at, K, N });
+    at += codePanelBytes(N, K);
+  }
+  return bytes;
 }

@@ -49,9 +49,31 @@ Deno.test("the committed matmul.wasm and its embedded copy equal a fresh assembl
 Deno.test("matmul.wat uses f32x4 mul and add only: no fused multiply-add, no relaxed SIMD", async () => {
   const text = await Deno.readTextFile(MATMUL_WAT_URL);
   const code = text.split("\n").map((l) => l.replace(/;;.*$/, "")).join("\n");
+  // besides mul and add, only the conversion of code panels' 8-bit codes (0…255: exact in float32)
   assert.deepEqual(
-    code.match(/relaxed|madd|nmadd|fma|f32x4\.(?!add|mul|splat)[a-z_0-9]+/g),
+    code.match(/relaxed|madd|nmadd|fma|f32x4\.(?!add|mul|splat|convert_i32x4_s)[a-z_0-9]+/g),
     null,
+  );
+  assert.deepEqual(
+    [
+      ...new Set(
+        code.match(/f32x4\.convert_i32x4_s \(i32x4\.extend_(low|high)_i16x8_u \(local\.get \$h\)\)/g),
+      ),
+    ].sort(),
+    [
+      "f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_u (local.get $h))",
+      "f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_u (local.get $h))",
+    ],
+  );
+  assert.equal(
+    code.match(/f32x4\.convert_i32x4_s/g)?.length,
+    code.match(/f32x4\.convert_i32x4_s \(i32x4\.extend_(low|high)_i16x8_u \(local\.get \$h\)\)/g)?.length,
+    "every conversion is of a code widened from one byte",
+  );
+  assert.equal(
+    code.match(/\(local\.set \$h \(i16x8\.extend_(low|high)_i8x16_u \(local\.get \$q\)\)\)/g)?.length,
+    code.match(/\(local\.set \$h /g)?.length,
+    "$h only ever holds bytes widened to 16 bits",
   );
   assert.ok(code.includes("f32x4.mul") && code.includes("f32x4.add"));
   await assert.rejects(

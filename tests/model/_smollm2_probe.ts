@@ -3,7 +3,7 @@
  * prints one JSON line with the SHA-256 of the logits of a 24-token prompt (every position), the greedy answer
  * (16 ids and the SHA-256 of their logits) from `generate`, then with the weights resident and prepacked
  * (`makeModelResident`, as `deno task generate` has them) from `generate` again (its one-row matmuls on the
- * prepacked panels) and from draft-and-verify with the int8 drafter and
+ * code panels, with how many matrices have them) and from draft-and-verify with the int8 drafter and
  * with a deliberately wrong drafter (every third proposal changed), the same three answers' ids alone by the
  * exact pruned head (`generateTokens`, `tokensOnly`) with its figures, the drafting figures, the record root of
  * one 3-stage SGD step on the prompt's first 16 tokens (attention backward and the head's cross-entropy), and
@@ -22,7 +22,7 @@ import { componentParameters } from "../../kernels/model.ts";
 import { place } from "../../kernels/placement.ts";
 import { trainStep } from "../../kernels/step.ts";
 import { kernelThreads } from "../../kernels/threads.ts";
-import { wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
+import { codedB, wasmMatmulThreadsReady } from "../../kernels/wasm/matmul_wasm.ts";
 
 /** The prompt: "The history of mathematics spans thousands of years. Early civilizations" and more. */
 export const PROBE_PROMPT = [
@@ -64,8 +64,13 @@ const greedy = answer(generate(model, PROBE_PROMPT, 16));
 // From here on the weights are resident and prepacked, each block's groups packed together (as in deno task
 // generate): the drafted answers and the training step read them there.
 makeModelResident(model.components);
-// Decoding one token at a time on the resident weights reads their prepacked panels (matvec), q, k and v in
-// one call, gate and up in one.
+// Decoding one token at a time on the resident weights reads their code panels (matvec_codes: SmolLM2's block
+// matrices are its Q4_1 blocks' values), q, k and v in one call, gate and up in one; more rows read the
+// prepacked float32 panels.
+const coded =
+  Object.values(model.components).flatMap((t) => Object.values(t)).filter((t) =>
+    t.shape.length === 2 && codedB(t.data, t.shape[1]!, t.shape[0]!) !== null
+  ).length;
 const resident = answer(generate(model, PROBE_PROMPT, 16));
 const q8 = new Q8Drafter(model);
 let n = 0;
@@ -92,6 +97,7 @@ console.log(JSON.stringify({
   logits: root(logits),
   greedy,
   resident,
+  coded,
   drafted: answer(drafted),
   perturbed: answer(perturbed),
   pruned,

@@ -1,7 +1,8 @@
 /**
  * SmolLM2-135M on 1, 2 and 3 kernel threads against the reference loops (NEURO_KERNELS=reference): the logits
  * of every position of a 24-token prompt have the same SHA-256, and the greedy answer — from `generate`, from
- * `generate` on resident, prepacked weights (decoding one row at a time on the panels), from
+ * `generate` on resident, prepacked weights (decoding one row at a time on the code panels of every block
+ * matrix), from
  * draft-and-verify with the int8 drafter and with a deliberately wrong drafter — the same ids and logits, and
  * one 3-stage training step (attention's backward by head, the head's cross-entropy by vocabulary) the same
  * record root.
@@ -47,6 +48,8 @@ Deno.test({
     const headStats = (r: Record<string, unknown>) => (r.pruned as { stats: Record<string, number> }).stats;
     assert.equal(headStats(reference).rows, 0);
     for (const r of threaded) assert.equal(headStats(r).whole, 0, JSON.stringify(headStats(r)));
+    // every block matrix (7 a block) decodes on code panels: its Q4_1 blocks' values
+    for (const r of threaded) assert.equal(r.coded, 7 * 30);
     for (const r of threaded) {
       assert.equal(r.logits, reference.logits);
       assert.deepEqual(r.greedy, reference.greedy);

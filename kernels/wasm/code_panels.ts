@@ -1,0 +1,146 @@
+/**
+ * Code panels: a second, smaller resident form of a weight that is exactly a block quantisation's values, read
+ * by the one-row kernel `matvec_codes` (`matmul.wat`) instead of the float32 panels when one token is decoded.
+ *
+ * A weight W [N, K] (a linear layer's, row n = output column n) qualifies when every block of 32 consecutive
+ * values of a row is exactly `fround(fround(q·d) + m)` for one float32 pair (d, m) of the block and an integer
+ * code q in 0…255 per value, compared bit for bit (−0 included): the dequantised values of a GGUF Q4_1 import
+ * are of this form by construction (`kernels/gguf_dequant.ts`: an fp16 scale and min per 32 values, codes
+ * 0…15). The kernel rebuilds each weight with the same two roundings, so it multiplies by the weight's float32
+ * value itself and every output is the matmul's bits; the panels only change how many bytes a token reads:
+ * 1.25 a weight instead of the float32 panels' 4. A weight with a single block that is not of this form
+ * (a trained weight, another quantisation) gets no code panels and keeps the float32 row.
+ *
+ * Layout (`CODE_RECORD_BYTES` a block): panel p holds columns 16p … 16p + 15; for each block b of its K / 32, at
+ * (p·K/32 + b)·640 bytes, the 16 columns' d (float32), their m (float32), then for each of the 32 k-steps the
+ * 16 columns' codes (one byte each).
+ *
+ * @example
+ * ```ts
+ * import { codePanelBytes, encodeCodes, writeCodePanels } from "./code_panels.ts";
+ * const w = new Float32Array(16 * 32).map((_, i) => Math.fround(Math.fround((i % 16) * 0.5) + 0.25));
+ * const codes = encodeCodes(w, 16, 32); // not null: every block is q·0.5 + 0.25
+ * const panels = new Uint8Array(codePanelBytes(16, 32));
+ * writeCodePanels(codes!, 16, 32, panels);
+ * ```
+ * @module
+ */
+
+/** Columns of one code panel (the kernel's four f32x4 accumulators). */
+export const CODE_PANEL_COLUMNS = 16;
+/** Consecutive values of a row that share one (d, m) pair. */
+export const CODE_BLOCK = 32;
+/** Bytes of one panel's block: 16 d, 16 m (float32), then 32 k-steps of 16 one-byte codes. */
+export const CODE_RECORD_BYTES = 4 * CODE_PANEL_COLUMNS * 2 + CODE_BLOCK * CODE_PANEL_COLUMNS;
+
+/** A weight's codes (row-major like W), and each block's d and m ([N, K / 32], row-major). */
+export interface Codes {
+  readonly q: Uint8Array;
+  readonly d: Float32Array;
+  readonly m: Float32Array;
+}
+
+/** True when a weight [N, K] has the shape code panels need: N a multiple of 16, K a positive multiple of 32. */
+export function codeShape(N: number, K: number): boolean {
+  return N > 0 && K > 0 && N % CODE_PANEL_COLUMNS === 0 && K % CODE_BLOCK === 0;
+}
+
+/** Bytes of the code panels of a weight [N, K] of a code shape. */
+export function codePanelBytes(N: number, K: number): number {
+  return (N / CODE_PANEL_COLUMNS) * (K / CODE_BLOCK) * CODE_RECORD_BYTES;
+}
+
+/** `x` rounded to the nearest binary16 value (ties to even), as a number; x ≥ 0 and below 65520. */
+function nearestHalf(x: number): number {
+  if (x === 0) return 0;
+  const e = Math.max(Math.floor(Math.log2(x)), -14); // binary16 subnormals are spaced 2^−24
+  const spacing = 2 ** (e - 10);
+  const n = x / spacing, r = Math.round(n);
+  return (r - n === 0.5 && r % 2 === 1 ? r - 1 : r) * spacing;
+}
+
+const fr = Math.fround;
+
+/**
+ * Tries (d, m) on one block (`w` from `at`, 32 values): writes the codes at `q[at…]` and returns true when every
+ * value is `fround(fround(q·d) + m)` bit for bit with q in 0…255.
+ */
+function tryBlock(w: Float32Array, at: number, q: Uint8Array, d: number, m: number): boolean {
+  for (let i = at; i < at + CODE_BLOCK; i++) {
+    const v = w[i]!;
+    const c = d === 0 ? 0 : Math.round((v - m) / d);
+    if (!(c >= 0 && c <= 255)) return false; // NaN included
+    if (!Object.is(fr(fr(c * d) + m), v)) return false;
+    q[i] = c;
+  }
+  return true;
+}
+
+/**
+ * Finds the block's (d, m): m = lo, its smallest value (code 0's), and d its range over the largest code (15
+ * for a 4-bit quantisation, whose quantiser gives the largest value code 15; smaller ones tried after), as a
+ * binary16 (the GGUF scales' precision) or a float32; true when one fits every value (the codes written).
+ */
+function findBlock(
+  w: Float32Array,
+  at: number,
+  q: Uint8Array,
+  lo: number,
+  hi: number,
+  d: Float32Array,
+  m: Float32Array,
+  b: number,
+): boolean {
+  for (let top = hi === lo ? 0 : 15; top >= (hi === lo ? 0 : 1); top--) {
+    const step = top === 0 ? 0 : (hi - lo) / top;
+    for (const c of top === 0 ? [0] : [nearestHalf(step), fr(step)]) {
+      if (Number.isFinite(c) && tryBlock(w, at, q, c, lo)) {
+        d[b] = c;
+        m[b] = lo;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * The codes of W [N, K] (row-major), or null when W has no code shape or some block is not exactly
+ * `fround(fround(q·d) + m)` (`findBlock`): the search is cheap where it succeeds (a Q4_1 import's blocks fit
+ * at the first try), stops at the first block that fails (a trained weight's first), and is never wrong,
+ * because every value is checked bit for bit.
+ */
+export function encodeCodes(w: Float32Array, N: number, K: number): Codes | null {
+  if (!codeShape(N, K) || w.length < N * K) return null;
+  const blocks = (N * K) / CODE_BLOCK;
+  const q = new Uint8Array(N * K), d = new Float32Array(blocks), m = new Float32Array(blocks);
+  for (let b = 0; b < blocks; b++) {
+    const at = b * CODE_BLOCK;
+    let lo = w[at]!, hi = lo;
+    for (let i = at + 1; i < at + CODE_BLOCK; i++) {
+      const v = w[i]!;
+      if (v < lo || (v === lo && Object.is(v, -0))) lo = v;
+      if (v > hi) hi = v;
+    }
+    if (!Number.isFinite(lo) || !Number.isFinite(hi)) return null;
+    if (!findBlock(w, at, q, lo, hi, d, m, b)) return null;
+  }
+  return { q, d, m };
+}
+
+/** Writes the code panels of a weight [N, K] (its `encodeCodes`) into `out` (`codePanelBytes(N, K)` bytes). */
+export function writeCodePanels(codes: Codes, N: number, K: number, out: Uint8Array): void {
+  const nb = K / CODE_BLOCK, view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  for (let p = 0; p < N / CODE_PANEL_COLUMNS; p++) {
+    for (let b = 0; b < nb; b++) {
+      const rec = (p * nb + b) * CODE_RECORD_BYTES;
+      for (let j = 0; j < CODE_PANEL_COLUMNS; j++) {
+        const n = p * CODE_PANEL_COLUMNS + j, blk = n * nb + b;
+        view.setFloat32(rec + 4 * j, codes.d[blk]!, true);
+        view.setFloat32(rec + 64 + 4 * j, codes.m[blk]!, true);
+        const row = n * K + b * CODE_BLOCK;
+        for (let s = 0; s < CODE_BLOCK; s++) out[rec + 128 + s * CODE_PANEL_COLUMNS + j] = codes.q[row + s]!;
+      }
+    }
+  }
+}
