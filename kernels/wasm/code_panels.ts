@@ -6,7 +6,8 @@
  * values of a row is exactly `fround(fround(q·d) + m)` for one float32 pair (d, m) of the block and an integer
  * code q in 0…255 per value, compared bit for bit (−0 included): the dequantised values of a GGUF Q4_1 import
  * are of this form by construction (`kernels/gguf_dequant.ts`: an fp16 scale and min per 32 values, codes
- * 0…15). The kernel rebuilds each weight with the same two roundings, so it multiplies by the weight's float32
+ * 0…15), and so are a Q8_0 import's (x = q·d with an fp16 d and q in −127…127: m = the block's smallest value,
+ * codes q − q_min). The kernel rebuilds each weight with the same two roundings, so it multiplies by the weight's float32
  * value itself and every output is the matmul's bits; the panels only change how many bytes a token reads:
  * 1.25 a weight instead of the float32 panels' 4. A weight with a single block that is not of this form
  * (a trained weight, another quantisation) gets no code panels and keeps the float32 row.
@@ -76,10 +77,29 @@ function tryBlock(w: Float32Array, at: number, q: Uint8Array, d: number, m: numb
   return true;
 }
 
+/** `tryBlock` for a finite d, keeping (d, m) for block b when it fits. */
+function fits(
+  w: Float32Array,
+  at: number,
+  q: Uint8Array,
+  c: number,
+  lo: number,
+  d: Float32Array,
+  m: Float32Array,
+  b: number,
+): boolean {
+  if (!Number.isFinite(c) || !tryBlock(w, at, q, c, lo)) return false;
+  d[b] = c;
+  m[b] = lo;
+  return true;
+}
+
 /**
- * Finds the block's (d, m): m = lo, its smallest value (code 0's), and d its range over the largest code (15
- * for a 4-bit quantisation, whose quantiser gives the largest value code 15; smaller ones tried after), as a
- * binary16 (the GGUF scales' precision) or a float32; true when one fits every value (the codes written).
+ * Finds the block's (d, m): m = lo, its smallest value (code 0's), and d one of the steps a block quantisation
+ * gives it, as a binary16 (the GGUF scales' precision) or a float32: the range over 15 (Q4_1, whose quantiser
+ * gives the largest value code 15), the largest magnitude over 127 (Q8_0: x = q·d with q in −127…127, so with
+ * m = lo the codes are q − q_min, 0…254, and q·d is exact), then the range over 14, 13, … 1. True when one fits
+ * every value (the codes written).
  */
 function findBlock(
   w: Float32Array,
@@ -91,15 +111,10 @@ function findBlock(
   m: Float32Array,
   b: number,
 ): boolean {
-  for (let top = hi === lo ? 0 : 15; top >= (hi === lo ? 0 : 1); top--) {
-    const step = top === 0 ? 0 : (hi - lo) / top;
-    for (const c of top === 0 ? [0] : [nearestHalf(step), fr(step)]) {
-      if (Number.isFinite(c) && tryBlock(w, at, q, c, lo)) {
-        d[b] = c;
-        m[b] = lo;
-        return true;
-      }
-    }
+  if (hi === lo) return fits(w, at, q, 0, lo, d, m, b);
+  for (let i = 0; i < 16; i++) {
+    const step = i === 0 ? (hi - lo) / 15 : i === 1 ? Math.max(-lo, hi) / 127 : (hi - lo) / (16 - i);
+    if (fits(w, at, q, nearestHalf(step), lo, d, m, b) || fits(w, at, q, fr(step), lo, d, m, b)) return true;
   }
   return false;
 }

@@ -57,6 +57,16 @@ function outcome<T>(f: () => T): T | string {
 }
 
 /** The same bits, or the same error. */
+/** A weight [N, K] as a GGUF Q8_0 import has it: per 32 values an fp16 d = amax / 127 and q in −127…127. */
+function q80(bits: () => number, N: number, K: number): Float32Array {
+  const w = new Float32Array(N * K);
+  for (let b = 0; b < (N * K) / 32; b++) {
+    const d = halfToFloat(0x1000 + (bits() % 0x2000));
+    for (let i = 0; i < 32; i++) w[32 * b + i] = (i === 3 ? (b % 2 ? 127 : -127) : (bits() % 255) - 127) * d;
+  }
+  return w;
+}
+
 function same(got: Float32Array | string, want: Float32Array | string, what: string): void {
   if (typeof want === "string" || typeof got === "string") assert.equal(got, want, what);
   else sameBits(got, want, what);
@@ -102,6 +112,14 @@ Deno.test("encodeCodes finds the codes of a Q4_1 import's values and refuses eve
   assert.equal(encodeCodes(w.subarray(0, N * K - 1), N, K), null);
   // trained weights are not of the form
   assert.equal(encodeCodes(uniform(next, N * K), N, K), null);
+  // a Q8_0 import's values: m is the block's smallest, the codes q − q_min (0…254)
+  const w8 = q80(next, N, K), codes8 = encodeCodes(w8, N, K);
+  assert.ok(codes8 !== null);
+  for (let i = 0; i < N * K; i++) {
+    const b = Math.floor(i / 32);
+    assert.ok(Object.is(fr(fr(codes8.q[i]! * codes8.d[b]!) + codes8.m[b]!), w8[i]), `Q8_0 value ${i}`);
+  }
+  assert.ok(Math.max(...codes8.q) > 200);
 });
 
 Deno.test("writeCodePanels lays out each panel's blocks as d, m and the codes of every k-step", () => {
@@ -133,18 +151,23 @@ Deno.test("one row on code panels is the reference's bits on 1, 2 and 3 threads,
   const next = rng(503), before = kernelThreads();
   // one matrix alone, one that is not a block quantisation's (no code panels), and a group read as one run
   const K = 576;
-  const coded = q41(next, 1536, K), plainW = uniform(next, 64 * K);
+  const coded = q41(next, 1536, K), plainW = uniform(next, 64 * K), coded8 = q80(next, 2048, K);
   const group = [q41(next, 576, K), q41(next, 192, K), q41(next, 192, K)];
   const components = {
-    a: { one: { shape: [1536, K], data: coded.slice() }, plain: { shape: [64, K], data: plainW.slice() } },
+    a: {
+      one: { shape: [1536, K], data: coded.slice() },
+      eight: { shape: [2048, K], data: coded8.slice() },
+      plain: { shape: [64, K], data: plainW.slice() },
+    },
     b: Object.fromEntries(
       SHARED_INPUTS[0].map((n, g) => [n, { shape: [group[g]!.length / K, K], data: group[g]!.slice() }]),
     ),
   };
   makeResident(components, { together: SHARED_INPUTS });
-  const one = components.a.one.data, plain = components.a.plain.data;
+  const one = components.a.one.data, plain = components.a.plain.data, eight = components.a.eight.data;
   const gs = SHARED_INPUTS[0].map((n) => components.b[n]!.data), Ns = gs.map((g) => g.length / K);
   assert.ok(codedB(one, K, 1536) !== null, "the Q4_1 matrix has code panels");
+  assert.ok(codedB(eight, K, 2048) !== null, "the Q8_0 matrix has code panels");
   assert.equal(codedB(plain, K, 64), null, "a trained matrix has none");
   const run = panelRun(gs, K, Ns)!;
   assert.ok(codeRun(gs, K, Ns, run.cols) !== null, "the group's code panels are one run");
@@ -152,6 +175,7 @@ Deno.test("one row on code panels is the reference's bits on 1, 2 and 3 threads,
   // would be NaN (and refused); a product of more rows still reads them
   const buf = kernelMemory()!.memory.buffer;
   new Float32Array(buf, packedB(one, 1, K, 1536)!, 1536 * K).fill(NaN);
+  new Float32Array(buf, packedB(eight, 1, K, 2048)!, 2048 * K).fill(NaN);
   new Float32Array(buf, run.at, run.N * K).fill(NaN);
   try {
     for (const values of [uniform, adversarial]) {
@@ -172,6 +196,7 @@ Deno.test("one row on code panels is the reference's bits on 1, 2 and 3 threads,
         const what = `${values.name}, ${threads} threads`;
         same(outcome(() => linearForward(x, one, 1, K, 1536)), want(coded, 1536), `one ${what}`);
         same(outcome(() => linearForward(x, plain, 1, K, 64)), want(plainW, 64), `plain ${what}`);
+        same(outcome(() => linearForward(x, eight, 1, K, 2048)), want(coded8, 2048), `Q8_0 ${what}`);
         const outs = outcome(() =>
           linearForwardGroup(x, gs as [Float32Array, Float32Array, Float32Array], 1, K, [
             Ns[0]!,

@@ -65,8 +65,8 @@ const greedy = answer(generate(model, PROBE_PROMPT, 16));
 // generate): the drafted answers and the training step read them there.
 makeModelResident(model.components);
 // Decoding one token at a time on the resident weights reads their code panels (matvec_codes: SmolLM2's block
-// matrices are its Q4_1 blocks' values), q, k and v in one call, gate and up in one; more rows read the
-// prepacked float32 panels.
+// matrices are its Q4_1 blocks' values, its tied embedding its Q8_0 blocks'), q, k and v in one call, gate and
+// up in one; more rows read the prepacked float32 panels.
 const coded =
   Object.values(model.components).flatMap((t) => Object.values(t)).filter((t) =>
     t.shape.length === 2 && codedB(t.data, t.shape[1]!, t.shape[0]!) !== null

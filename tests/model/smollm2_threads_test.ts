@@ -48,8 +48,9 @@ Deno.test({
     const headStats = (r: Record<string, unknown>) => (r.pruned as { stats: Record<string, number> }).stats;
     assert.equal(headStats(reference).rows, 0);
     for (const r of threaded) assert.equal(headStats(r).whole, 0, JSON.stringify(headStats(r)));
-    // every block matrix (7 a block) decodes on code panels: its Q4_1 blocks' values
-    for (const r of threaded) assert.equal(r.coded, 7 * 30);
+    // every block matrix (7 a block: Q4_1 blocks) and the tied embedding (the head: Q8_0 blocks) decode on
+    // code panels
+    for (const r of threaded) assert.equal(r.coded, 7 * 30 + 1);
     for (const r of threaded) {
       assert.equal(r.logits, reference.logits);
       assert.deepEqual(r.greedy, reference.greedy);
