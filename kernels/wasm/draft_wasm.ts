@@ -8,7 +8,7 @@
  */
 
 import { kernelThreads } from "../threads.ts";
-import { allocResident, ensureBytes, kernelMemory, Q8_MATVEC_KERNEL, scratchBase } from "./kernel_memory.ts";
+import { allocResident, ensureBytes, kernelMemory, Q8_MATVEC4_KERNEL, scratchBase } from "./kernel_memory.ts";
 
 /** A [rows, cols] matrix quantised to int8 in blocks of 32 columns, resident in the kernels' memory. */
 export interface Q8Matrix {
@@ -76,9 +76,10 @@ export function q8Matvec(m: Q8Matrix, x: Float32Array, y: Float32Array, threads 
   const jobs: number[][] = [];
   for (let p = 0; p < parts; p++) {
     const lo = Math.floor((m.rows * p) / parts), hi = Math.floor((m.rows * (p + 1)) / parts);
-    jobs.push([Q8_MATVEC_KERNEL, m.weights, m.scales, xq, xs, yAt, K, lo, hi]);
+    jobs.push([Q8_MATVEC4_KERNEL, m.weights, m.scales, xq, xs, yAt, K, lo, hi]);
   }
-  const run = (job: readonly number[]) => km.draft.q8_matvec(...job.slice(1));
+  // four rows at a time share each block's activations: the same values as q8_matvec, row by row
+  const run = (job: readonly number[]) => km.draft.q8_matvec4(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
   else km.pool.run(jobs, run);
   y.set(new Float32Array(buf, yAt, m.rows));

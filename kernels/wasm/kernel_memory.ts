@@ -1,7 +1,7 @@
 /**
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
  * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
- * kernels (`draft.wat`, kernel 1), the one-row kernels on prepacked panels and on code panels (`matmul.wat`, kernels 6 and 9) and the
+ * kernels (`draft.wat`, kernels 1 and 10: one row and four rows at a time), the one-row kernels on prepacked panels and on code panels (`matmul.wat`, kernels 6 and 9) and the
  * deterministic softmax kernels (`softmax.wat`: attention forward and backward by head, kernels 2 and 3; the
  * head's vocabulary exponentials and gradient, kernels 4 and 5; the MLP's gated product and its backward,
  * kernels 7 and 8). All are compiled synchronously from embedded bytes, so loading needs no permissions.
@@ -39,6 +39,8 @@ export const SILU_KERNEL = 7;
 export const SILU_BACKWARD_KERNEL = 8;
 /** Index of the one-row matmul on code panels (`matvec_codes`, decoding one token) in pool jobs. */
 export const MATVEC_CODES_KERNEL = 9;
+/** Index of the int8 matrix-vector kernel four rows at a time (`q8_matvec4`, the same values) in pool jobs. */
+export const Q8_MATVEC4_KERNEL = 10;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -80,6 +82,7 @@ export interface SoftmaxExports {
 /** What `draft.wat` exports. */
 export interface DraftExports {
   q8_matvec(...args: number[]): void;
+  q8_matvec4(...args: number[]): void;
 }
 
 /** Bytes in a WebAssembly page. */
@@ -115,6 +118,7 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "silu"],
           [softmax, "silu_backward"],
           [matmul, "matvec_codes"],
+          [draft, "q8_matvec4"],
         ],
         memory,
         MAX_THREADS - 1,
