@@ -63,21 +63,10 @@ function nearestHalf(x: number): number {
 const fr = Math.fround;
 
 /**
- * Tries (d, m) on one block (`w` from `at`, 32 values): writes the codes at `q[at…]` and returns true when every
- * value is `fround(fround(q·d) + m)` bit for bit with q in 0…255.
+ * Tries (c, lo) as block b's (d, m) (`w` from `at`, 32 values): when c is finite and every value is
+ * `fround(fround(q·c) + lo)` bit for bit with q in 0…255, writes the codes at `q[at…]`, keeps d[b] = c and
+ * m[b] = lo, and returns true.
  */
-function tryBlock(w: Float32Array, at: number, q: Uint8Array, d: number, m: number): boolean {
-  for (let i = at; i < at + CODE_BLOCK; i++) {
-    const v = w[i]!;
-    const c = d === 0 ? 0 : Math.round((v - m) / d);
-    if (!(c >= 0 && c <= 255)) return false; // NaN included
-    if (!Object.is(fr(fr(c * d) + m), v)) return false;
-    q[i] = c;
-  }
-  return true;
-}
-
-/** `tryBlock` for a finite d, keeping (d, m) for block b when it fits. */
 function fits(
   w: Float32Array,
   at: number,
@@ -88,7 +77,14 @@ function fits(
   m: Float32Array,
   b: number,
 ): boolean {
-  if (!Number.isFinite(c) || !tryBlock(w, at, q, c, lo)) return false;
+  if (!Number.isFinite(c)) return false;
+  for (let i = at; i < at + CODE_BLOCK; i++) {
+    const v = w[i]!;
+    const code = c === 0 ? 0 : Math.round((v - lo) / c);
+    if (!(code >= 0 && code <= 255)) return false; // NaN included
+    if (!Object.is(fr(fr(code * c) + lo), v)) return false;
+    q[i] = code;
+  }
   d[b] = c;
   m[b] = lo;
   return true;
