@@ -48,11 +48,44 @@ function keyJson(seedHex: string): { address: string; pub: string; priv: string 
   };
 }
 
-/** Ports free on 127.0.0.1 right now (each bound once by the OS, then released). */
+/** The first port of the kernel's ephemeral range (where bind to port 0 and outgoing connections take theirs). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(
+      Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").trim().split(/\s+/)[0],
+    );
+    return Number.isInteger(low) ? low : 0;
+  } catch {
+    return 0; // not Linux, or not readable
+  }
+}
+
+/**
+ * Ports free on 127.0.0.1 right now (each bound once, then released), for CometBFT to bind when it starts.
+ * Between now and then another process may take a port; so they are drawn at random below the kernel's
+ * ephemeral range (from 10000), where no process's bind to port 0 or outgoing connection lands, and only
+ * where that range is unknown or too low are they the OS's choice.
+ */
 async function freePorts(n: number): Promise<number[]> {
-  const listeners = Array.from({ length: n }, () => Deno.listen({ hostname: "127.0.0.1", port: 0 }));
-  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
-  for (const l of listeners) l.close();
+  const low = ephemeralLow(), ports: number[] = [];
+  for (let tries = 0; low > 10_000 + 4 * n && ports.length < n && tries < 50 * n; tries++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (ports.includes(port)) continue;
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      ports.push(port);
+    } catch {
+      // taken: draw another
+    }
+  }
+  if (ports.length < n) {
+    const listeners = Array.from(
+      { length: n - ports.length },
+      () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+    );
+    ports.push(...listeners.map((l) => (l.addr as Deno.NetAddr).port));
+    for (const l of listeners) l.close();
+  }
   await Promise.resolve();
   return ports;
 }

@@ -9,7 +9,7 @@
 import { assertEquals } from "../_assert.ts";
 import { canonical } from "../../core/canonical.ts";
 import { installedTool } from "../../ledger/abci/cometbft_pin.ts";
-import { writeCometHomes } from "../../ledger/abci/comet_home.ts";
+import { cometHomeOf, writeCometHomes } from "../../ledger/abci/comet_home.ts";
 import { signBody } from "../../ledger/envelope.ts";
 import { loadKeyFile } from "../../ledger/keys.ts";
 import { writeDevnetGenesis } from "../../genesis/ledger_devnet.ts";
@@ -119,6 +119,15 @@ Deno.test({
         await until("the chain to resume", async () => (await height(procs[0]!)) > stalled + 1, 90_000);
         assertHashesAgree([g.homes[0]!, g.homes[1]!, g.homes[2]!]);
       }
+    } catch (e) {
+      // what each validator (and its CometBFT) said: a node that exited or stopped answering shows why
+      for (const [i, p] of procs.entries()) {
+        if (p === null) continue;
+        const comet = await Deno.readTextFile(`${cometHomeOf(p.home)}/cometbft.log`).catch(() => "");
+        console.error(`validator ${i} (${p.url}) said:\n${p.lines.slice(-40).join("\n")}`);
+        console.error(`its cometbft.log ends:\n${comet.split("\n").slice(-15).join("\n")}`);
+      }
+      throw e;
     } finally {
       await Promise.all(procs.filter((p): p is NodeProc => p !== null).map((p) => stopProc(p)));
       await Deno.remove(dir, { recursive: true }).catch(() => {});
