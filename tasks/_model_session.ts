@@ -8,7 +8,9 @@
  * native addon cannot load. Measured on SmolLM2 on the 2-core dev machine (December 2026, four prompts of
  * 64 tokens, k = 4): the onnxruntime drafter had 98% of its drafts accepted and ran 1.18-1.22x faster than one
  * token per pass on one thread, but no faster on two (1.01-1.05x in one run, 0.86-0.94x in another, at k = 1-4);
- * the int8 WebAssembly drafter is slower than one token per pass.
+ * since one token per pass reads a quantised import's code panels (`kernels/wasm/code_panels.ts`), drafting
+ * is no faster on either (`bench/model_bench.ts`: 31.8 against 31.4 tokens/s on one thread, 44.6 against 45.0
+ * on two); the int8 WebAssembly drafter is slower than one token per pass.
  */
 import { ObjectStore } from "../core/object_store.ts";
 import { makeModelResident } from "../kernels/block.ts";
@@ -33,7 +35,7 @@ export interface Session {
 /** The help lines of the drafting switches, shared by `generate` and `chat`. */
 export const DRAFT_HELP =
   `  --draft N          draft N tokens (1..16) with a quantised copy and verify them in one pass (the same
-                     answer; off by default: 1.2x faster on one thread, no faster on two)
+                     answer; off by default: no faster than one token per pass on the dev machine)
   --drafter NAME     with --draft: onnx (default; onnxruntime, 8-bit) or int8 (WebAssembly, slower)
   --no-draft         decode one token per pass (the default)`;
 
