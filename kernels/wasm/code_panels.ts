@@ -1,20 +1,22 @@
 /**
- * Code panels: a second, smaller resident form of a weight that is exactly a block quantisation's values, read
- * by the one-row kernel `matvec_codes` (`matmul.wat`) instead of the float32 panels when one token is decoded.
+ * Code panels: a second, smaller resident form of a weight that is exactly a block quantisation's values,
+ * read by the one-row kernel `matvec_codes` (`matmul.wat`) instead of the float32 panels when one token is
+ * decoded.
  *
  * A weight W [N, K] (a linear layer's, row n = output column n) qualifies when every block of 32 consecutive
- * values of a row is exactly `fround(fround(q·d) + m)` for one float32 pair (d, m) of the block and an integer
- * code q in 0…255 per value, compared bit for bit (−0 included): the dequantised values of a GGUF Q4_1 import
- * are of this form by construction (`kernels/gguf_dequant.ts`: an fp16 scale and min per 32 values, codes
- * 0…15), and so are a Q8_0 import's (x = q·d with an fp16 d and q in −127…127: m = the block's smallest value,
- * codes q − q_min). The kernel rebuilds each weight with the same two roundings, so it multiplies by the weight's float32
- * value itself and every output is the matmul's bits; the panels only change how many bytes a token reads:
- * 1.25 a weight instead of the float32 panels' 4. A weight with a single block that is not of this form
- * (a trained weight, another quantisation) gets no code panels and keeps the float32 row.
+ * values of a row is exactly `fround(fround(q·d) + m)` for one float32 pair (d, m) of the block and an
+ * integer code q in 0…255 per value, compared bit for bit (−0 included): the dequantised values of a GGUF
+ * Q4_1 import are of this form by construction (`kernels/gguf_dequant.ts`: an fp16 scale and min per 32
+ * values, codes 0…15), and so are a Q8_0 import's (x = q·d with an fp16 d and q in −127…127: m = the block's
+ * smallest value, codes q − q_min). The kernel rebuilds each weight with the same two roundings, so it
+ * multiplies by the weight's float32 value itself and every output is the matmul's bits; the panels only
+ * change how many bytes a token reads: 1.25 a weight instead of the float32 panels' 4. A weight with a single
+ * block that is not of this form (a trained weight, another quantisation) gets no code panels and keeps the
+ * float32 row.
  *
- * Layout (`CODE_RECORD_BYTES` a block): panel p holds columns 16p … 16p + 15; for each block b of its K / 32, at
- * (p·K/32 + b)·640 bytes, the 16 columns' d (float32), their m (float32), then for each of the 32 k-steps the
- * 16 columns' codes (one byte each).
+ * Layout (`CODE_RECORD_BYTES` a block): panel p holds columns 16p … 16p + 15; for each block b of its K / 32,
+ * at (p·K/32 + b)·640 bytes, the 16 columns' d (float32), their m (float32), then for each of the 32 k-steps
+ * the 16 columns' codes (one byte each).
  *
  * @example
  * ```ts
@@ -41,7 +43,7 @@ export interface Codes {
   readonly m: Float32Array;
 }
 
-/** True when a weight [N, K] has the shape code panels need: N a multiple of 16, K a positive multiple of 32. */
+/** True when a weight [N, K] has the shape code panels need: N a multiple of 16, K one of 32 (not 0). */
 export function codeShape(N: number, K: number): boolean {
   return N > 0 && K > 0 && N % CODE_PANEL_COLUMNS === 0 && K % CODE_BLOCK === 0;
 }
@@ -91,11 +93,11 @@ function fits(
 }
 
 /**
- * Finds the block's (d, m): m = lo, its smallest value (code 0's), and d one of the steps a block quantisation
- * gives it, as a binary16 (the GGUF scales' precision) or a float32: the range over 15 (Q4_1, whose quantiser
- * gives the largest value code 15), the largest magnitude over 127 (Q8_0: x = q·d with q in −127…127, so with
- * m = lo the codes are q − q_min, 0…254, and q·d is exact), then the range over 14, 13, … 1. True when one fits
- * every value (the codes written).
+ * Finds the block's (d, m): m = lo, its smallest value (code 0's), and d one of the steps a block
+ * quantisation gives it, as a binary16 (the GGUF scales' precision) or a float32: the range over 15 (Q4_1,
+ * whose quantiser gives the largest value code 15), the largest magnitude over 127 (Q8_0: x = q·d with q in
+ * −127…127, so with m = lo the codes are q − q_min, 0…254, and q·d is exact), then the range over 14, 13, …
+ * 1. True when one fits every value (the codes written).
  */
 function findBlock(
   w: Float32Array,
@@ -139,7 +141,7 @@ export function encodeCodes(w: Float32Array, N: number, K: number): Codes | null
   return { q, d, m };
 }
 
-/** Writes the code panels of a weight [N, K] (its `encodeCodes`) into `out` (`codePanelBytes(N, K)` bytes). */
+/** Writes the code panels of a weight [N, K] (its `encodeCodes`) into `out` (`codePanelBytes(N, K)`). */
 export function writeCodePanels(codes: Codes, N: number, K: number, out: Uint8Array): void {
   const nb = K / CODE_BLOCK, view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   for (let p = 0; p < N / CODE_PANEL_COLUMNS; p++) {
