@@ -18,7 +18,9 @@
  * keeps every block's backward caches; that measure stays as the row "prompt processing by the training
  * forward", so figures stay comparable across the change. Generation is greedy with the kernels' KV cache
  * (`decode` one token at a time after the prompt), as llama.cpp's is, on the float32 weights as `deno task
- * generate` reads them (resident, prepacked). The first rows are on one kernel thread, as before, so figures
+ * generate` reads them (resident, prepacked, and since December 2026 each one-row product on the weights' code
+ * panels, `kernels/wasm/code_panels.ts`: the same bits from 1.25 bytes a weight; the row "KV cache, float32
+ * panels, no code panels" decodes a second copy of the model without them, as before). The first rows are on one kernel thread, as before, so figures
  * stay comparable across changes; then the same on two threads (`NEURO_THREADS` never changes a bit; the
  * generation row also counts the calls that found a kernel worker asleep, each a wake-up of tens of
  * microseconds, which a worker polling between one token's calls avoids: `kernels/wasm/pool.ts`), greedy
@@ -36,7 +38,7 @@
  * MKL_ENABLE_INSTRUCTIONS=SSE4_2) and the ratio printed. The 1-minute load average is printed beside the
  * figures: on a shared machine, compare ratios within one run.
  */
-import { makeModelResident } from "../kernels/block.ts";
+import { makeModelResident, SHARED_INPUTS } from "../kernels/block.ts";
 import { readGguf } from "../kernels/gguf.ts";
 import { modelFromGguf } from "../kernels/gguf_model.ts";
 import { tokenizerFromGguf } from "../kernels/gguf_tokenizer.ts";
@@ -46,7 +48,7 @@ import { Q8Drafter } from "../kernels/draft.ts";
 import { type DraftOptions, generateDrafted } from "../kernels/draft_verify.ts";
 import { OrtDrafter } from "../kernels/ort_draft.ts";
 import { setKernelThreads } from "../kernels/threads.ts";
-import { wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
+import { codedB, makeResident, wasmMatmulThreadsReady } from "../kernels/wasm/matmul_wasm.ts";
 import { kernelMemory } from "../kernels/wasm/kernel_memory.ts";
 import { argmax } from "../kernels/cross_entropy.ts";
 import { manifestOf } from "../kernels/manifest.ts";
@@ -125,8 +127,23 @@ if (!present) {
 } else {
   const file = readGguf(await Deno.readFile(PATH));
   const model = modelFromGguf(file);
-  // As deno task generate does: weights read in place by every matmul, prepacked for the linear layers.
-  makeModelResident(model.components);
+  // As deno task generate does: weights read in place by every matmul, prepacked for the linear layers, and
+  // decoded one token at a time from their code panels (every matrix of this Q4_1/Q8_0 file has them).
+  const residentBytes = makeModelResident(model.components);
+  const matrices = Object.values(model.components).flatMap((t) => Object.values(t)).filter((t) =>
+    t.shape.length === 2
+  );
+  const coded = matrices.filter((t) => codedB(t.data, t.shape[1]!, t.shape[0]!) !== null).length;
+  // The same weights without code panels (each token reads the float32 panels), for the row that shows what
+  // the code panels change in this run: made after the training rows (their peak RSS stays comparable).
+  let plain: Model | null = null;
+  const plainModel = () => {
+    if (plain === null) {
+      plain = modelFromGguf(file);
+      makeResident(plain.components, { together: SHARED_INPUTS, codes: false });
+    }
+    return plain;
+  };
   const tok = tokenizerFromGguf(file);
   const ids = new Tokenizer(tok.tokenizer, {}).encode(TEXT).ids.slice(0, T);
   const c = model.config;
@@ -155,6 +172,7 @@ if (!present) {
   const THREADS = [1, 2] as const;
   const oursPrompt = THREADS.map((): number[] => []); // seconds per sample
   const oursNext = THREADS.map((): number[] => []); // seconds per token, per sample
+  const plainNext = THREADS.map((): number[] => []); // the same, on the float32 panels (no code panels)
   const wakeUps = THREADS.map(() => 0); // calls that found a kernel worker asleep, over every generated token
   const oursForward: number[] = []; // seconds per sample, one thread, the training forward (forwardLogits)
   const drafted = THREADS.map(() => ({ seconds: Infinity, accepted: 0, drafted: 0 }));
@@ -313,6 +331,33 @@ if (!present) {
     );
   }
 
+  for (const [ti, threads] of THREADS.entries()) {
+    Deno.bench(
+      `ours: ${GENERATED} tokens generated after ${T} (KV cache, float32 panels)${
+        threads === 1 ? "" : `, ${threads} threads`
+      }`,
+      {
+        group: "smollm2-float32", // its own group: Deno runs groups in order, so after the training rows
+        n: 5,
+        warmup: 1,
+      },
+      () => {
+        setKernelThreads(threads);
+        const plain = plainModel();
+        const V = c.vocab_size;
+        const tables = rotaryTables(T + GENERATED, c.hidden_size / c.num_attention_heads, c.rope_theta);
+        const cache = new KvCache(c);
+        let logits = decode(plain, cache, ids, tables);
+        const t0 = performance.now();
+        for (let i = 0; i < GENERATED; i++) {
+          const next = argmax(logits.subarray(logits.length - V), 1, V)[0]!;
+          logits = decode(plain, cache, [next], tables);
+        }
+        plainNext[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
+      },
+    );
+  }
+
   // The step's own time and peak memory, each in a fresh process (no garbage from the iterations above, no
   // resident copy or drafter beside it): 1 and 2 threads alternate, so a drift
   // of the machine's speed reaches both alike, and each thread count keeps its best time and highest peak.
@@ -381,6 +426,7 @@ if (!present) {
       );
     row("prompt processing (tokens/s)", ours(oursPrompt, T), pp);
     row("generation, KV cache (tokens/s)", ours(oursNext, 1), tg);
+    row("generation, KV cache, float32 panels, no code panels (tokens/s)", ours(plainNext, 1), tg);
     row("generation, draft-and-verify (tokens/s)", drafted.map((p) => 1 / p.seconds), tg);
     row("generation, tokens only, exact pruned head (tokens/s)", ours(pruned, 1), tg);
     const perRow = candidates.map((n, i) => (n / (pruned[i]!.length * GENERATED)).toFixed(1));
@@ -431,6 +477,11 @@ if (!present) {
         } s per step; ours / torch time ${r(step[0]!.seconds, torch.seconds)}`,
       );
     } else console.log(`PyTorch step not timed: ${torch.reason}`);
+    console.log(
+      `code panels: ${coded} of ${matrices.length} matrices (resident in all: ${
+        f(residentBytes / 2 ** 20)
+      } MiB)`,
+    );
     console.log(
       `kernel threads ready: ${threadsReady} of 2; ${navigator.hardwareConcurrency} CPUs; 1-minute load average ${loadAtStart} at start, ${load()} at end`,
     );
