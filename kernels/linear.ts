@@ -44,6 +44,15 @@ export function linearForwardGroup<W extends readonly Float32Array[]>(
   return ys as { [G in keyof W]: Float32Array };
 }
 
+/** Refuses a `dwOut` that cannot hold dW [O,I], before anything is computed. */
+function checkGradientOut(dwOut: Float32Array | undefined, O: number, I: number): void {
+  if (dwOut !== undefined && dwOut.length !== O * I) {
+    throw new RangeError(
+      `Cannot write the weight gradient: it has ${dwOut.length} elements, expected ${O * I}`,
+    );
+  }
+}
+
 /**
  * dy [N,O] → dx [N,I] = dy·W and dW [O,I] = dyᵀ·x (sums over the N positions ascending). `dwOut`, when
  * given, is where dW is written (e.g. a view into the file the gradient will be committed in).
@@ -57,11 +66,7 @@ export function linearBackward(
   O: number,
   dwOut?: Float32Array,
 ): { dx: Float32Array; dw: Float32Array } {
-  if (dwOut !== undefined && dwOut.length !== O * I) {
-    throw new RangeError(
-      `Cannot write the weight gradient: it has ${dwOut.length} elements, expected ${O * I}`,
-    );
-  }
+  checkGradientOut(dwOut, O, I);
   const dx = new Float32Array(N * I); // dx: [N,I]
   const dxFinite = matmulFinite(dy, w, dx, N, O, I, "nn");
   const dw = dwOut ?? new Float32Array(O * I); // dw: [O,I]
@@ -116,11 +121,7 @@ export function linearBackwardByRows(
   dwOut?: Float32Array,
 ): { dx: Float32Array; dw: Float32Array } {
   if (O <= rows) return linearBackward(dy, x, w, N, I, O, dwOut);
-  if (dwOut !== undefined && dwOut.length !== O * I) {
-    throw new RangeError(
-      `Cannot write the weight gradient: it has ${dwOut.length} elements, expected ${O * I}`,
-    );
-  }
+  checkGradientOut(dwOut, O, I);
   const dx = new Float32Array(N * I); // dx: [N,I]
   const dw = dwOut ?? new Float32Array(O * I); // dw: [O,I]
   validateMatmul(dy, w, dx, N, O, I, "nn"); // the whole products' errors, before any slice runs

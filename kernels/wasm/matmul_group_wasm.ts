@@ -36,7 +36,7 @@ export function wasmMatmulGroup(
   const run = panelRun(bs, K, Ns);
   if (run === null) return bs.map((b, g) => wasmMatmul(a, b, outs[g]!, M, K, Ns[g]!, "nt", threads, check));
   const { N, cols } = run;
-  const codes = M === 1 ? codeRun(bs, K, Ns, cols) : null;
+  const codes = codeRun(bs, K, Ns, cols); // read by a one-row call only (matmulInMemory)
   const c = matmulInMemory(a, M, K, N, "nt", threads, { at: run.at, packed: true, codes });
   const km = kernelMemory()!, buf = km.memory.buffer;
   return outs.map((out, g) => {

@@ -176,7 +176,7 @@ export function wasmMatmul(
   // A continued sum runs the 3-row tile, which reads a resident B's plain values (never its packed panels)
   const packed = continued ? null : packedB(b, layout[1] === "t" ? 1 : 0, K, N);
   const at = packed ?? (isResident(b) ? b.byteOffset : null);
-  const codes = packed !== null && M === 1 && layout[1] === "t" ? codedB(b, K, N) : null;
+  const codes = packed !== null ? codedB(b, K, N) : null; // read by a one-row call only (matmulInMemory)
   const c = matmulInMemory(
     a,
     M,
