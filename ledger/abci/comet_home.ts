@@ -48,15 +48,19 @@ function keyJson(seedHex: string): { address: string; pub: string; priv: string 
   };
 }
 
-/** The first port of the kernel's ephemeral range (where bind to port 0 and outgoing connections take theirs). */
+/**
+ * The first port of the kernel's ephemeral range (where bind to port 0 and outgoing connections take theirs):
+ * Linux's configured one when it can be read (Deno asks for full access to read `/proc/sys`, which the tasks do
+ * not have), else 32768, Linux's default and below the other systems' defaults (49152).
+ */
 function ephemeralLow(): number {
   try {
     const low = Number(
       Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").trim().split(/\s+/)[0],
     );
-    return Number.isInteger(low) ? low : 0;
+    return Number.isInteger(low) && low > 0 ? low : 32_768;
   } catch {
-    return 0; // not Linux, or not readable
+    return 32_768; // not readable here, or not Linux
   }
 }
 
@@ -64,7 +68,7 @@ function ephemeralLow(): number {
  * Ports free on 127.0.0.1 right now (each bound once, then released), for CometBFT to bind when it starts.
  * Between now and then another process may take a port; so they are drawn at random below the kernel's
  * ephemeral range (from 10000), where no process's bind to port 0 or outgoing connection lands, and only
- * where that range is unknown or too low are they the OS's choice.
+ * where that range starts too low are they the OS's choice.
  */
 async function freePorts(n: number): Promise<number[]> {
   const low = ephemeralLow(), ports: number[] = [];
