@@ -37,7 +37,8 @@ import {
 import { workerRefusal } from "../worker_access.ts";
 
 const WORKER_URL = new URL("./pool_worker.ts", import.meta.url);
-const SPINS = 4096; // polls of the done counter before the calling thread sleeps on it
+/** How long the calling thread polls for the workers' last jobs before it sleeps until they are done. */
+const WAIT_SPIN_MS = 2;
 /**
  * Starting a worker blocks the calling thread until the worker's isolate exists (8–23 ms here, far more on a
  * loaded machine), so a slot is refilled only once `START_SHARE` times its last start's blocking time has
@@ -124,13 +125,18 @@ export class KernelPool {
   }
 
   /**
-   * Runs every job, on this thread (with `local`) and the idle workers alike: the call is published and each
-   * thread takes the next job not yet taken (so a worker that wakes late takes fewer, and none waits for
-   * it); returns when every job is done. More jobs than threads balance threads of unequal speed. Throws
-   * what `local` throws (after every job is done); a job that threw on a worker is run again here, so its
-   * error surfaces on this thread.
+   * Runs every job, on this thread (with `local`) and up to `threads − 1` idle workers alike (by default one
+   * thread a job): the call is published and each thread takes the next job not yet taken (so a worker that
+   * wakes late takes fewer, and none waits for it); returns when every job is done. More jobs than threads
+   * balance threads of unequal speed: a thread that finishes its job early takes the next. Throws what
+   * `local` throws (after every job is done); a job that threw on a worker is run again here, so its error
+   * surfaces on this thread.
    */
-  run(jobs: readonly (readonly number[])[], local: (args: readonly number[]) => void): void {
+  run(
+    jobs: readonly (readonly number[])[],
+    local: (args: readonly number[]) => void,
+    threads: number = jobs.length,
+  ): void {
     const ctl = this.#ctl, n = jobs.length;
     if (n > MAX_JOBS) {
       for (const job of jobs) local(job);
@@ -145,9 +151,9 @@ export class KernelPool {
     const start = Atomics.load(ctl, DONE);
     this.#call = (this.#call + 1) & 0xffff;
     Atomics.store(ctl, NEXT, (this.#call << 16) | (n << 8));
-    // Only the first n − 1 slots: a call of n jobs never starts a worker beyond the n − 1 it can use, even
-    // while one of those is still starting (its jobs then run here).
-    for (let slot = 0; slot < Math.min(this.size, n - 1); slot++) {
+    // Only the first `threads − 1` slots (at most n − 1): a call never starts a worker beyond those it can
+    // use, even while one of those is still starting (its jobs then run here).
+    for (let slot = 0; slot < Math.min(this.size, n - 1, threads - 1); slot++) {
       const s = slotBase(slot);
       const state = Atomics.load(ctl, s);
       if (state === CLOSED) this.#spawn(slot);
@@ -165,11 +171,13 @@ export class KernelPool {
       }
       return true;
     });
-    let spins = 0;
-    for (;;) {
+    // Poll for the workers' last jobs for up to WAIT_SPIN_MS, then sleep: a worker a few hundred microseconds
+    // behind (one token's matvec split in two) is met without a wake-up, which costs tens of microseconds.
+    const until = performance.now() + WAIT_SPIN_MS;
+    for (let polls = 1;; polls++) {
       const done = Atomics.load(ctl, DONE);
       if (((done - start) | 0) >= n) break;
-      if (++spins > SPINS) Atomics.wait(ctl, DONE, done, 20);
+      if ((polls & 63) === 0 && performance.now() > until) Atomics.wait(ctl, DONE, done, 20);
     }
     if (error !== null) throw error;
     for (let j = 0; j < n; j++) {

@@ -40,6 +40,26 @@ Deno.test("a pool call on 2 threads starts one worker only, even while that work
   assert.equal(pool.workers(), 2);
 });
 
+Deno.test("a pool call of more jobs than threads starts only the workers its thread count allows", async () => {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
+  const pool = new KernelPool(
+    [[new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>), "matmul"]],
+    memory,
+    3,
+  );
+  let here = 0;
+  const local = () => here++;
+  pool.run(Array.from({ length: 8 }, () => NOTHING), local, 2); // 8 jobs on 2 threads: one worker
+  assert.equal(pool.workers(), 1);
+  assert.equal(await pool.whenReady(1), 1);
+  for (let calls = 0; calls < 20; calls++) pool.run(Array.from({ length: 8 }, () => NOTHING), local, 2);
+  assert.equal(pool.workers(), 1, "a second worker was started for a call on 2 threads");
+  pool.run(Array.from({ length: 8 }, () => NOTHING), local, 1); // one thread: every job here, none started
+  assert.equal(pool.workers(), 1);
+  pool.run(Array.from({ length: 8 }, () => NOTHING), local); // by default one thread a job: up to 3 workers
+  assert.equal(pool.workers(), 3);
+});
+
 Deno.test("every job of a pool call runs, on the calling thread or a worker, whatever their number", async () => {
   // The matmul kernel on [2,3]·[3,8]: job j writes its own output, so a job that never ran shows.
   const memory = new WebAssembly.Memory({ initial: 8, maximum: 16, shared: true });
