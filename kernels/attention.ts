@@ -123,13 +123,41 @@ export function attentionForward(
   return fastOr(() => {
     const r = wasmAttentionForward(q, k, v, dims);
     if (r === null) return null;
-    const { B, H, Tq, Tk } = dims;
-    for (let bh = 0; bh < B * H; bh++) {
-      assertFinite(r.p.subarray(bh * Tq * Tk, (bh + 1) * Tq * Tk), "attention probabilities");
-    }
-    assertFinite(r.out, "attention output");
-    return { out: r.out, cache: { p: r.p } };
+    checkOutputs(r.out, r.p, dims);
+    return { out: r.out, cache: { p: r.p! } };
   }, () => attentionForwardReference(q, k, v, dims));
+}
+
+/**
+ * `attentionForward`'s output alone (the same bits and the same errors), for decoding, which keeps no
+ * probabilities: the kernels check them where they are instead of copying them out.
+ */
+export function attentionOutput(
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  dims: AttentionDims,
+): Float32Array {
+  checkDims(dims);
+  checkSizes(dims, [["q", q, dims.B * dims.Tq], ["k", k, dims.B * dims.Tk], ["v", v, dims.B * dims.Tk]]);
+  return fastOr(() => {
+    const r = wasmAttentionForward(q, k, v, dims, undefined, false);
+    if (r === null) return null;
+    checkOutputs(r.out, r.p, dims);
+    return r.out;
+  }, () => attentionForwardReference(q, k, v, dims).out);
+}
+
+/**
+ * The reference's checks of a fast call's results, in its order: each row and head's probabilities (p null:
+ * the kernels found every one finite), then the output.
+ */
+function checkOutputs(out: Float32Array, p: Float32Array | null, dims: AttentionDims): void {
+  const { B, H, Tq, Tk } = dims;
+  for (let bh = 0; p !== null && bh < B * H; bh++) {
+    assertFinite(p.subarray(bh * Tq * Tk, (bh + 1) * Tq * Tk), "attention probabilities");
+  }
+  assertFinite(out, "attention output");
 }
 
 /** dOut [B·T, H·D] → dq [B·T, H·D], dk and dv [B·T, KVH·D], on the fastest path with the reference's bits. */

@@ -83,62 +83,66 @@ export function generateDrafted(
   // do not depend on how many the tables hold, and 8192 positions take 25-130 ms to build.
   const tables = rotaryTables(Math.min(P, prompt.length + maxNew), headDim(c), c.rope_theta);
   const cache = new KvCache(c, prompt.length + maxNew); // grows past it only if a draft runs ahead
-  const tokens: number[] = [], logits: Float32Array[] = [];
-  let drafted = 0, accepted = 0, rounds = 0;
-  const emit = (id: number, row: Float32Array | null): boolean => {
-    tokens.push(id);
-    if (row !== null) logits.push(row);
-    options.onToken?.(id);
-    return id === options.eos || tokens.length >= maxNew;
-  };
-  // The ids of `rows` [n, V] logits (or [n, C] hidden rows with tokensOnly), decided row by row when asked.
-  const tokensOnly = options.tokensOnly === true;
-  const pass = (ids: readonly number[], lastOnly: boolean) => {
-    if (!tokensOnly) {
-      const out = decode(model, cache, ids, tables, lastOnly); // logits [n, V], exact
-      return (j: number) => {
-        const row = out.slice(j * V, (j + 1) * V);
-        return { id: argmax(row, 1, V)[0]!, row };
-      };
-    }
-    const x = decodeHidden(model, cache, ids, tables, lastOnly), C = c.hidden_size; // x: [n, C]
-    const { norm, embed } = model.components;
-    return (j: number) => ({
-      id: headTokens(x.subarray(j * C, (j + 1) * C), norm!, embed!, c, 1)[0]!,
-      row: null,
-    });
-  };
-  const first = pass(prompt, true)(0); // the prompt's last position chooses the first id
-  let next = first.id;
-  if (maxNew < 1 || emit(next, first.row)) return { tokens, logits, stats: { drafted, accepted, rounds } };
-  for (;;) {
-    // Room: positions up to L + 1 + n must exist, and no more than the tokens still wanted.
-    const room = Math.min(k, maxNew - tokens.length - 1, P - cache.length - 1);
-    let proposal: number[] = [];
-    if (options.drafter && room > 0) {
-      try {
-        proposal = options.drafter.draft(cache, next, room).slice(0, room);
-        const bad = proposal.findIndex((id) => !Number.isSafeInteger(id) || id < 0 || id >= V);
-        if (bad >= 0) proposal = proposal.slice(0, bad); // an impossible id ends the proposal
-      } catch {
-        proposal = []; // a drafter's failure costs only speed
+  try {
+    const tokens: number[] = [], logits: Float32Array[] = [];
+    let drafted = 0, accepted = 0, rounds = 0;
+    const emit = (id: number, row: Float32Array | null): boolean => {
+      tokens.push(id);
+      if (row !== null) logits.push(row);
+      options.onToken?.(id);
+      return id === options.eos || tokens.length >= maxNew;
+    };
+    // The ids of `rows` [n, V] logits (or [n, C] hidden rows with tokensOnly), decided row by row when asked.
+    const tokensOnly = options.tokensOnly === true;
+    const pass = (ids: readonly number[], lastOnly: boolean) => {
+      if (!tokensOnly) {
+        const out = decode(model, cache, ids, tables, lastOnly); // logits [n, V], exact
+        return (j: number) => {
+          const row = out.slice(j * V, (j + 1) * V);
+          return { id: argmax(row, 1, V)[0]!, row };
+        };
       }
-    }
-    drafted += proposal.length;
-    rounds++;
-    const base = cache.length;
-    const chosenAt = pass([next, ...proposal], false);
-    let j = 0;
-    for (; j <= proposal.length; j++) {
-      const { id: chosen, row } = chosenAt(j);
-      const agreed = j < proposal.length && proposal[j] === chosen;
-      if (agreed) accepted++;
-      if (emit(chosen, row)) return { tokens, logits, stats: { drafted, accepted, rounds } };
-      if (!agreed) {
-        next = chosen;
-        break;
+      const x = decodeHidden(model, cache, ids, tables, lastOnly), C = c.hidden_size; // x: [n, C]
+      const { norm, embed } = model.components;
+      return (j: number) => ({
+        id: headTokens(x.subarray(j * C, (j + 1) * C), norm!, embed!, c, 1)[0]!,
+        row: null,
+      });
+    };
+    const first = pass(prompt, true)(0); // the prompt's last position chooses the first id
+    let next = first.id;
+    if (maxNew < 1 || emit(next, first.row)) return { tokens, logits, stats: { drafted, accepted, rounds } };
+    for (;;) {
+      // Room: positions up to L + 1 + n must exist, and no more than the tokens still wanted.
+      const room = Math.min(k, maxNew - tokens.length - 1, P - cache.length - 1);
+      let proposal: number[] = [];
+      if (options.drafter && room > 0) {
+        try {
+          proposal = options.drafter.draft(cache, next, room).slice(0, room);
+          const bad = proposal.findIndex((id) => !Number.isSafeInteger(id) || id < 0 || id >= V);
+          if (bad >= 0) proposal = proposal.slice(0, bad); // an impossible id ends the proposal
+        } catch {
+          proposal = []; // a drafter's failure costs only speed
+        }
       }
+      drafted += proposal.length;
+      rounds++;
+      const base = cache.length;
+      const chosenAt = pass([next, ...proposal], false);
+      let j = 0;
+      for (; j <= proposal.length; j++) {
+        const { id: chosen, row } = chosenAt(j);
+        const agreed = j < proposal.length && proposal[j] === chosen;
+        if (agreed) accepted++;
+        if (emit(chosen, row)) return { tokens, logits, stats: { drafted, accepted, rounds } };
+        if (!agreed) {
+          next = chosen;
+          break;
+        }
+      }
+      cache.length = base + 1 + j; // next and the j accepted drafts; later rows are stale and overwritten
     }
-    cache.length = base + 1 + j; // next and the j accepted drafts; later rows are stale and overwritten
+  } finally {
+    cache.release(); // its block is reused by the next generation
   }
 }

@@ -14,7 +14,7 @@
  * ```
  */
 import { ProtocolError } from "../core/errors.ts";
-import { attentionForward } from "./attention.ts";
+import { attentionOutput } from "./attention.ts";
 import { blockForward, mlpWeightsOf, qkvWeightsOf } from "./block.ts";
 import { headDim, type ModelConfig } from "./config.ts";
 import { argmax } from "./cross_entropy.ts";
@@ -28,6 +28,8 @@ import { addForward } from "./residual.ts";
 import { rmsnormOutput } from "./rmsnorm.ts";
 import { rotaryForward, type RotaryTables, rotaryTables } from "./rotary.ts";
 import type { Tensors } from "./safetensors.ts";
+import { FORCE_REFERENCE } from "./matmul.ts";
+import { kernelMemory, releaseBlock, residentFloat32, takeBlock } from "./wasm/kernel_memory.ts";
 
 /** The logits [T, V] of every position of one row, computed over the whole row. */
 export function forwardLogits(model: Model, ids: readonly number[]): Float32Array {
@@ -60,19 +62,28 @@ function checkLength(c: ModelConfig, T: number): void {
  * capacity grows on demand (`reserve`, doubling, at most `max_position_embeddings`), copying the rows in use,
  * so a short generation does not allocate and zero the model's whole context (for SmolLM2, 8192 positions:
  * 377 MB, which took 24 to 440 ms per cache, with the garbage collector, before the prompt's first matmul).
- * Rows past `length` may hold stale values (draft-and-verify cuts `length` back); they are overwritten
- * before they are read.
+ * Rows past `length` may hold stale values (draft-and-verify cuts `length` back, and a reused block holds an
+ * earlier cache's rows); they are overwritten before they are read.
+ *
+ * Where the kernels run, every array lives in one reusable block of their memory (`takeBlock`), so attention
+ * reads the keys and values where they are instead of copying the whole cache into the kernels' memory for
+ * each block of each token (SmolLM2 at 500 positions: 26 µs a block, 0.8 ms a token). `release` gives the
+ * block back when the cache's work is done (a cache dropped without it gives it back when collected); past
+ * `BLOCK_MAX_BYTES` of blocks, or without the kernels, the arrays are ordinary ones. Either way the bits are
+ * the same.
  */
 export class KvCache {
-  readonly k: Float32Array[];
-  readonly v: Float32Array[];
+  readonly k: Float32Array[] = [];
+  readonly v: Float32Array[] = [];
   length = 0;
-  #capacity: number;
-  constructor(readonly config: ModelConfig, positions = 64) {
-    this.#capacity = Math.max(1, Math.min(config.max_position_embeddings, positions));
-    const rows = this.#capacity * config.num_key_value_heads * headDim(config);
-    this.k = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(rows));
-    this.v = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(rows));
+  #capacity = 0;
+  #block: number | null = null;
+  #released = false;
+  readonly #resident: boolean;
+  /** With `resident: false`, the arrays are ordinary ones even where the kernels run. */
+  constructor(readonly config: ModelConfig, positions = 64, options: { resident?: boolean } = {}) {
+    this.#resident = options.resident ?? true;
+    this.#grow(Math.max(1, Math.min(config.max_position_embeddings, positions)));
   }
 
   /** Positions the arrays hold now. */
@@ -80,21 +91,64 @@ export class KvCache {
     return this.#capacity;
   }
 
+  /** True when the arrays are in the kernels' memory (read in place by attention). */
+  get resident(): boolean {
+    return this.#block !== null;
+  }
+
   /** Makes room for `positions` positions (at least doubling, at most the model's context). */
   reserve(positions: number): void {
     if (positions <= this.#capacity) return;
     const c = this.config;
-    this.#capacity = Math.min(c.max_position_embeddings, Math.max(positions, 2 * this.#capacity));
-    const KV = c.num_key_value_heads * headDim(c), keep = this.length * KV;
-    for (const arrays of [this.k, this.v]) {
-      for (let b = 0; b < arrays.length; b++) {
-        const grown = new Float32Array(this.#capacity * KV);
-        grown.set(arrays[b]!.subarray(0, keep));
+    this.#grow(Math.min(c.max_position_embeddings, Math.max(positions, 2 * this.#capacity)));
+  }
+
+  /**
+   * Gives the cache's block back for reuse (nothing for ordinary arrays); the cache is empty and unusable
+   * after it. Call it when the generation is done, so a later one reuses the block at once.
+   */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    if (this.#block !== null) {
+      KV_BLOCKS.unregister(this);
+      releaseBlock(this.#block);
+      this.#block = null;
+    }
+    this.k.length = 0;
+    this.v.length = 0;
+    this.length = 0;
+    this.#capacity = 0;
+  }
+
+  /** New arrays of `capacity` positions holding the rows in use: in a block when one can be had. */
+  #grow(capacity: number): void {
+    if (this.#released) throw new Error("Cannot use a released key/value cache");
+    const c = this.config, L = c.num_hidden_layers, KV = c.num_key_value_heads * headDim(c);
+    const n = capacity * KV, keep = this.length * KV, old = this.#block;
+    const km = FORCE_REFERENCE || !this.#resident ? null : kernelMemory();
+    const block = km === null ? null : takeBlock(km, 2 * L * 4 * n);
+    for (const [half, arrays] of [[0, this.k], [1, this.v]] as const) {
+      for (let b = 0; b < L; b++) {
+        const grown = block === null
+          ? new Float32Array(n)
+          : residentFloat32(km!, block + 4 * n * (half * L + b), n);
+        if (keep > 0) grown.set(arrays[b]!.subarray(0, keep));
         arrays[b] = grown;
       }
     }
+    if (old !== null) {
+      KV_BLOCKS.unregister(this);
+      releaseBlock(old);
+    }
+    if (block !== null) KV_BLOCKS.register(this, block, this);
+    this.#block = block;
+    this.#capacity = capacity;
   }
 }
+
+/** Gives back the block of a cache collected without `release`. */
+const KV_BLOCKS = new FinalizationRegistry<number>((block) => releaseBlock(block));
 
 function w(p: Tensors, name: string): Float32Array {
   return p[name]!.data;
@@ -137,7 +191,7 @@ function blockDecode(
   cache.v[layer]!.set(v, at * KV);
   const Tk = at + Tn;
   const keys = cache.k[layer]!.subarray(0, Tk * KV), values = cache.v[layer]!.subarray(0, Tk * KV);
-  const { out: a } = attentionForward(q, keys, values, { B: 1, Tq: keep, Tk, H, KVH, D });
+  const a = attentionOutput(q, keys, values, { B: 1, Tq: keep, Tk, H, KVH, D });
   const h = addForward(x.subarray(skip * C), linearForward(a, w(p, "self_attn.o_proj.weight"), keep, C, C));
   const n2 = rmsnormOutput(h, w(p, "post_attention_layernorm.weight"), keep, C, c.rms_norm_eps);
   return addForward(h, mlpForward(n2, mlpWeightsOf(p), keep, C, c.intermediate_size).y);
@@ -227,14 +281,18 @@ export interface Generation {
 export function generate(model: Model, prompt: readonly number[], maxNew: number, eos?: number): Generation {
   const V = model.config.vocab_size, { tables, cache } = generationState(model.config, prompt, maxNew);
   const tokens: number[] = [], logits: Float32Array[] = [];
-  let out = decode(model, cache, prompt, tables, true); // the prompt's last position chooses the first id
-  for (let s = 0; s < maxNew; s++) {
-    const last = out.slice((out.length / V - 1) * V); // last: [V]
-    const next = argmax(last, 1, V)[0]!;
-    tokens.push(next);
-    logits.push(last);
-    if (next === eos || s === maxNew - 1) break;
-    out = decode(model, cache, [next], tables);
+  try {
+    let out = decode(model, cache, prompt, tables, true); // the prompt's last position chooses the first id
+    for (let s = 0; s < maxNew; s++) {
+      const last = out.slice((out.length / V - 1) * V); // last: [V]
+      const next = argmax(last, 1, V)[0]!;
+      tokens.push(next);
+      logits.push(last);
+      if (next === eos || s === maxNew - 1) break;
+      out = decode(model, cache, [next], tables);
+    }
+  } finally {
+    cache.release();
   }
   return { tokens, logits };
 }
@@ -251,11 +309,15 @@ export function generateTokens(
 ): number[] {
   const { tables, cache } = generationState(model.config, prompt, maxNew);
   const tokens: number[] = [];
-  let next = decodeTokens(model, cache, prompt, tables, true)[0]!;
-  for (let s = 0; s < maxNew; s++) {
-    tokens.push(next);
-    if (next === eos || s === maxNew - 1) break;
-    next = decodeTokens(model, cache, [next], tables)[0]!;
+  try {
+    let next = decodeTokens(model, cache, prompt, tables, true)[0]!;
+    for (let s = 0; s < maxNew; s++) {
+      tokens.push(next);
+      if (next === eos || s === maxNew - 1) break;
+      next = decodeTokens(model, cache, [next], tables)[0]!;
+    }
+  } finally {
+    cache.release();
   }
   return tokens;
 }

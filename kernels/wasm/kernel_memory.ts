@@ -159,6 +159,56 @@ export function allocResident(km: KernelMemory, bytes: number): number {
   return at;
 }
 
+/**
+ * The most bytes of reusable resident blocks (`takeBlock`) this process keeps, in use or free: beyond it a
+ * caller keeps its buffer in ordinary memory (a generation's key/value cache: `kernels/generation.ts`).
+ */
+export const BLOCK_MAX_BYTES = 512 * 2 ** 20;
+const BLOCK_MIN_BYTES = 64 * 1024;
+const freeBlocks = new Map<number, number[]>(); // size class (bytes) → offsets of released blocks
+const blockSizes = new Map<number, number>(); // offset → size class, for every block ever handed out
+let blockBytes = 0; // bytes of every block ever handed out (the resident region never shrinks)
+
+/**
+ * A resident block of at least `bytes` (a power of two from 64 KiB, so released blocks are reused by later
+ * callers of similar sizes): a released one of that size when there is one, else a new one from
+ * `allocResident`. Null when the blocks would pass `BLOCK_MAX_BYTES` or the memory cannot grow: the caller
+ * then keeps its buffer elsewhere. Give it back with `releaseBlock` once no view of it is used any more.
+ */
+export function takeBlock(km: KernelMemory, bytes: number): number | null {
+  let size = BLOCK_MIN_BYTES;
+  while (size < bytes) size *= 2;
+  const reused = freeBlocks.get(size)?.pop();
+  if (reused !== undefined) return reused;
+  if (blockBytes + size > BLOCK_MAX_BYTES) return null;
+  let at: number;
+  try {
+    at = allocResident(km, size);
+  } catch (e) {
+    if (e instanceof RangeError) return null;
+    throw e;
+  }
+  blockBytes += size;
+  blockSizes.set(at, size);
+  return at;
+}
+
+/** Returns a block from `takeBlock` for reuse; throws on an offset that is not a block or a second release. */
+export function releaseBlock(at: number): void {
+  const size = blockSizes.get(at);
+  const free = size === undefined ? undefined : freeBlocks.get(size) ?? [];
+  if (size === undefined || free!.includes(at)) {
+    throw new Error(`Cannot release resident block ${at}: not a block in use`);
+  }
+  free!.push(at);
+  freeBlocks.set(size, free!);
+}
+
+/** Bytes of reusable blocks handed out so far (in use or released): at most `BLOCK_MAX_BYTES`. */
+export function blockBytesTaken(): number {
+  return blockBytes;
+}
+
 /** A float32 view of `n` values at byte offset `at` of the resident region (from `allocResident`). */
 export function residentFloat32(km: KernelMemory, at: number, n: number): Float32Array {
   const buf = km.memory.buffer;

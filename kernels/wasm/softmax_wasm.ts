@@ -18,6 +18,7 @@ import {
   ATTENTION_BACKWARD_KERNEL,
   ATTENTION_FORWARD_KERNEL,
   ensureBytes,
+  isResident,
   type KernelMemory,
   kernelMemory,
   MAX_BYTES,
@@ -91,6 +92,9 @@ function fits(km: KernelMemory, end: number): boolean {
  * Attention forward on the kernels: out [B·Tq, H·D] and the probabilities [B, H, Tq, Tk], the bits of
  * `attentionForwardReference`; null when the kernels are unavailable, the call does not fit or a value is
  * not finite (then the reference gives its own error). Throws RangeError when the memory cannot grow.
+ * Resident keys and values (a `KvCache` in the kernels' memory) are read where they are. Without
+ * `probabilities` (decoding, which keeps none), p is not copied out: it is null when every probability is
+ * finite, and copied out only when one is not, for the caller's error.
  */
 export function wasmAttentionForward(
   q: Float32Array,
@@ -98,7 +102,8 @@ export function wasmAttentionForward(
   v: Float32Array,
   dims: AttentionDims,
   threads: number = kernelThreads(),
-): { out: Float32Array; p: Float32Array } | null {
+  probabilities = true,
+): { out: Float32Array; p: Float32Array | null } | null {
   const km = kernelMemory();
   if (km === null) return null;
   const { B, Tq, Tk, H, KVH, D } = dims;
@@ -106,21 +111,28 @@ export function wasmAttentionForward(
   const a = new Arena();
   const at = a.floats(PARAMS / 4);
   const nq = B * Tq * H * D, nk = B * Tk * KVH * D, np = B * H * Tq * Tk;
-  const [q0, k0, v0, out0, p0] = [a.floats(nq), a.floats(nk), a.floats(nk), a.floats(nq), a.floats(np)];
+  const inPlace = (x: Float32Array) => isResident(x) && x.length >= nk;
+  const q0 = a.floats(nq);
+  const k0 = inPlace(k) ? k.byteOffset : a.floats(nk), v0 = inPlace(v) ? v.byteOffset : a.floats(nk);
+  const [out0, p0] = [a.floats(nq), a.floats(np)];
   const per = al(D * Tk); // kT: [D, Tk] per job
   const scratch = a.floats(0);
   if (!fits(km, scratch + ranges.length * per)) return null;
   const buf = km.memory.buffer;
   new Float32Array(buf, q0, nq).set(q.subarray(0, nq));
-  new Float32Array(buf, k0, nk).set(k.subarray(0, nk));
-  new Float32Array(buf, v0, nk).set(v.subarray(0, nk));
+  if (!inPlace(k)) new Float32Array(buf, k0, nk).set(k.subarray(0, nk));
+  if (!inPlace(v)) new Float32Array(buf, v0, nk).set(v.subarray(0, nk));
   // The kernel sums each query's values only up to its last unmasked key: the reference's bits when every
   // value is finite (a masked +0·v is ±0 then). A value that is not finite is left to the reference, whose
   // masked +0·Infinity is NaN, so that its error is the one given.
   if (km.matmul.all_finite(v0, nk) !== 1) return null;
   new Int32Array(buf, at, 12).set([q0, k0, v0, out0, p0, scratch, Tq, Tk, H, KVH, D, per]);
   run(km, ATTENTION_FORWARD_KERNEL, at, ranges);
-  return { out: new Float32Array(buf, out0, nq).slice(), p: new Float32Array(buf, p0, np).slice() };
+  const keep = probabilities || km.matmul.all_finite(p0, np) !== 1;
+  return {
+    out: new Float32Array(buf, out0, nq).slice(),
+    p: keep ? new Float32Array(buf, p0, np).slice() : null,
+  };
 }
 
 /**

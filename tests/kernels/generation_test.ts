@@ -4,6 +4,13 @@ import { headDim } from "../../kernels/config.ts";
 import { initModel } from "../../kernels/model.ts";
 import { rotaryTables } from "../../kernels/rotary.ts";
 import { errorCode } from "./_gradcheck.ts";
+import {
+  BLOCK_MAX_BYTES,
+  blockBytesTaken,
+  isResident,
+  kernelMemory,
+  takeBlock,
+} from "../../kernels/wasm/kernel_memory.ts";
 import { TINY } from "./_tiny.ts";
 
 function bits(x: Float32Array): number[] {
@@ -95,4 +102,59 @@ Deno.test("a KV cache grows on demand, keeps its rows, and decoding across a gro
   assert.equal(cache.k[0]!.length, P * TINY.num_key_value_heads * headDim(TINY));
   assert.equal(new KvCache(TINY, 10 * P).capacity, P);
   assert.equal(new KvCache(TINY, 0).capacity, 1);
+});
+
+Deno.test("a KV cache lives in a reusable block of the kernels' memory, given back by release for the next cache", () => {
+  assert.ok(kernelMemory() !== null, "the kernels are available");
+  const L = TINY.num_hidden_layers;
+  const cfg = { ...TINY, max_position_embeddings: 4096 }; // 4 and 4096 positions: blocks of different sizes
+  const cache = new KvCache(cfg, 4);
+  assert.ok(cache.resident);
+  for (const arrays of [cache.k, cache.v]) {
+    assert.equal(arrays.length, L);
+    for (const a of arrays) assert.ok(isResident(a), "every layer's keys and values are read in place");
+  }
+  // every array its own rows: writing one layer's keys changes no other array
+  cache.k[1]!.fill(7);
+  assert.ok([...cache.k, ...cache.v].every((a, i) => i === 1 || !a.includes(7)), "arrays overlap");
+  const first = cache.k[0]!.byteOffset;
+  cache.k[0]!.set([1, 2, 3], 0);
+  cache.length = 1;
+  cache.reserve(4096); // a larger block; the rows in use move with it, the old block is given back
+  assert.equal(cache.capacity, 4096);
+  assert.ok(cache.resident && cache.k[0]!.byteOffset !== first);
+  assert.deepEqual([...cache.k[0]!.subarray(0, 3)], [1, 2, 3]);
+  const again = new KvCache(cfg, 4); // the same size reuses the block given back
+  assert.equal(again.k[0]!.byteOffset, first);
+  const moved = cache.k[0]!.byteOffset;
+  cache.release();
+  assert.equal(cache.length, 0);
+  assert.equal(cache.k.length, 0);
+  cache.release(); // twice is once
+  assert.throws(() => cache.reserve(8192), /Cannot use a released key\/value cache/);
+  assert.equal(new KvCache(cfg, 4096).k[0]!.byteOffset, moved);
+  again.release();
+  // blocks are bounded: past BLOCK_MAX_BYTES none is given (the cache then keeps ordinary arrays, as with
+  // `resident: false` below), and a size refused takes nothing from the bound
+  const taken = blockBytesTaken();
+  assert.equal(takeBlock(kernelMemory()!, BLOCK_MAX_BYTES + 1), null);
+  assert.equal(blockBytesTaken(), taken);
+  assert.ok(taken <= BLOCK_MAX_BYTES);
+});
+
+Deno.test("decoding on resident and on ordinary KV caches gives the same logits, across growths", () => {
+  const model = initModel(TINY, 9);
+  const ids = Array.from({ length: 7 }, (_, i) => (i * 5 + 1) % TINY.vocab_size);
+  const tables = rotaryTables(ids.length + 4, headDim(TINY), TINY.rope_theta);
+  const run = (cache: KvCache) => {
+    const out = [decode(model, cache, ids, tables)]; // grows from 2 positions
+    for (let s = 0; s < 4; s++) out.push(decode(model, cache, [(s * 3 + 2) % TINY.vocab_size], tables));
+    cache.release();
+    return out.map(bits);
+  };
+  const resident = new KvCache(TINY, 2), ordinary = new KvCache(TINY, 2, { resident: false });
+  assert.ok(resident.resident && !ordinary.resident && !isResident(ordinary.k[0]!));
+  const want = run(ordinary);
+  assert.deepEqual(run(resident), want);
+  assert.deepEqual(run(new KvCache(TINY, 11)), want, "a resident cache that never grows");
 });

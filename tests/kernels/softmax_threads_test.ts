@@ -6,6 +6,7 @@ import {
   type AttentionDims,
   attentionForward,
   attentionForwardReference,
+  attentionOutput,
 } from "../../kernels/attention.ts";
 import {
   crossEntropyForward,
@@ -14,7 +15,7 @@ import {
   crossEntropyForwardReference,
 } from "../../kernels/cross_entropy.ts";
 import { exp64, expf } from "../../kernels/math.ts";
-import { kernelMemory } from "../../kernels/wasm/kernel_memory.ts";
+import { allocResident, kernelMemory, residentFloat32 } from "../../kernels/wasm/kernel_memory.ts";
 import { SOFTMAX_THREAD_MIN_WORK, unitSplit } from "../../kernels/wasm/softmax_wasm.ts";
 import { adversarial, firstBitDifference, rng, uniform, withThreads } from "./_matmul_util.ts";
 
@@ -173,6 +174,52 @@ Deno.test("attention on 1, 2 and 3 threads equals the reference bit for bit on r
           `backward ${what}`,
         );
       }
+    }
+  });
+});
+
+Deno.test("attentionOutput is attentionForward's output, the same bits and errors, on resident keys and values too", async () => {
+  const km = kernelMemory()!;
+  await withThreads((threads) => {
+    for (const dims of SHAPES) {
+      const { B, Tq, Tk, H, KVH, D } = dims;
+      for (const values of [uniform, adversarial]) {
+        const next = rng(SEED + Tk * 31 + D);
+        const q = values(next, B * Tq * H * D),
+          k = values(next, B * Tk * KVH * D),
+          v = values(next, B * Tk * KVH * D);
+        // the keys and values where a resident KV cache keeps them: read in place, never copied
+        const at = allocResident(km, 8 * k.length);
+        const rk = residentFloat32(km, at, k.length), rv = residentFloat32(km, at + 4 * k.length, v.length);
+        rk.set(k);
+        rv.set(v);
+        const what = `${JSON.stringify(dims)} ${values.name} on ${threads} threads, seed ${SEED}`;
+        const want = outcome(() => ({ out: attentionForward(q, k, v, dims).out }));
+        assertSame(outcome(() => ({ out: attentionOutput(q, k, v, dims) })), want, what);
+        assertSame(outcome(() => ({ out: attentionOutput(q, rk, rv, dims) })), want, `${what}, resident`);
+        assertSame(
+          outcome(() => ({ out: attentionForward(q, rk, rv, dims).out })),
+          want,
+          `${what}, resident`,
+        );
+      }
+    }
+    // the same refusals: a query that is not finite makes the probabilities NaN, an infinite value the
+    // output; a short query is refused before anything runs
+    const dims = SHAPES[3]!, next = rng(SEED);
+    const q = uniform(next, dims.H * dims.D), k = uniform(next, dims.Tk * dims.KVH * dims.D);
+    const bad = q.slice();
+    bad[70] = NaN;
+    const inf = k.slice();
+    inf[5] = Infinity;
+    for (const [qq, kk, vv] of [[bad, k, k], [q, k, inf], [q.subarray(1), k, k]]) {
+      const want = outcome(() => ({ out: attentionForward(qq!, kk!, vv!, dims).out }));
+      assert.equal(typeof want, "string");
+      assertSame(
+        outcome(() => ({ out: attentionOutput(qq!, kk!, vv!, dims) })),
+        want,
+        `refusal on ${threads}`,
+      );
     }
   });
 });
