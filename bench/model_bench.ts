@@ -103,7 +103,12 @@ function peakRssMb(): number {
 function nextLogits(m: Model, ids: readonly number[]): Float32Array {
   const c = m.config;
   const tables = rotaryTables(ids.length, c.hidden_size / c.num_attention_heads, c.rope_theta);
-  return decode(m, new KvCache(c), ids, tables, true);
+  const cache = new KvCache(c);
+  try {
+    return decode(m, cache, ids, tables, true);
+  } finally {
+    cache.release(); // its block is reused by the next sample
+  }
 }
 
 /**
@@ -247,6 +252,7 @@ if (!present) {
         logits = decode(model, cache, [next], tables);
       }
       oursNext[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
+      cache.release();
       wakeUps[ti]! += (kernelMemory()?.pool.wakeUps ?? 0) - woken;
       b.end();
     });
@@ -266,6 +272,7 @@ if (!present) {
         next = decodeTokens(model, cache, [next], tables)[0]!;
       }
       pruned[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
+      cache.release();
       candidates[ti]! += HEAD_ARGMAX_STATS.candidates - before.candidates;
       wholeRows[ti]! += HEAD_ARGMAX_STATS.whole - before.whole;
       // The same ids as the KV-cache row: the row measures the method, never a different answer.
@@ -354,6 +361,7 @@ if (!present) {
           logits = decode(plain, cache, [next], tables);
         }
         plainNext[ti]!.push((performance.now() - t0) / 1000 / GENERATED);
+        cache.release();
       },
     );
   }
