@@ -18,6 +18,7 @@ import { attentionOutput } from "./attention.ts";
 import { blockForward, mlpWeightsOf, qkvWeightsOf } from "./block.ts";
 import { headDim, type ModelConfig } from "./config.ts";
 import { argmax } from "./cross_entropy.ts";
+import { decodeHiddenFast } from "./decode_fast.ts";
 import { embeddingForward } from "./embedding.ts";
 import { headLogits } from "./head.ts";
 import { headTokens } from "./head_argmax.ts";
@@ -232,6 +233,10 @@ export function decodeHidden(
   const c = model.config, Tn = ids.length;
   checkLength(c, cache.length + Tn);
   cache.reserve(cache.length + Tn);
+  if (Tn === 1) {
+    const fast = decodeHiddenFast(model, cache, ids[0]!, tables); // the same bits, or null: the path below
+    if (fast !== null) return fast;
+  }
   let x = embeddingForward(
     model.components.embed![EMBED_TENSOR]!.data,
     Int32Array.from(ids),

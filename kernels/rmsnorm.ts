@@ -25,6 +25,8 @@ const fr = Math.fround;
  * kernel whose forward flips the lowest bit of its first output, for the tests of the startup conformance check.
  */
 const PERTURBED = testHook("NEURO_TEST_PERTURB_KERNEL") === "rmsnorm";
+/** True when the test hook perturbs this kernel's output (paths that bypass `normalise` must then not run). */
+export const RMSNORM_PERTURBED: boolean = PERTURBED;
 
 /** What the backward needs from a forward: the normalised rows and each row's r. */
 export interface RmsnormCache {

@@ -66,7 +66,8 @@ export interface MatmulExports {
 
 /**
  * What `softmax.wat` exports: each kernel takes (parameter block, part, lo, hi); `exp64` and `expf4` are for
- * tests.
+ * tests; the row functions (`rmsnorm_row`, `add_row`, `rotary_row`) are a decoded token's elementwise steps
+ * on the calling thread (`kernels/decode_fast.ts`).
  */
 export interface SoftmaxExports {
   attention_forward(at: number, part: number, lo: number, hi: number): void;
@@ -77,6 +78,9 @@ export interface SoftmaxExports {
   silu_backward(at: number, part: number, lo: number, hi: number): void;
   exp64(x: number): number;
   expf4(x: number, y: number): void;
+  rmsnorm_row(x: number, w: number, y: number, C: number, eps: number): number;
+  add_row(a: number, b: number, out: number, n: number): number;
+  rotary_row(x: number, cos: number, sin: number, heads: number, D: number): void;
 }
 
 /** What `draft.wat` exports. */

@@ -804,4 +804,99 @@
           (f64.promote_f32 (f32.demote_f64 (f64.mul (local.get $gi) (local.get $s)))))))
       (local.set $x (i32.add (local.get $x) (i32.const 1)))
       (br $lx))))
+;; --- One row of a decoded token's elementwise steps (kernels/decode_fast.ts), each the TypeScript definition's
+;; operations in its order, so the bits are its bits. Each returns 1 when every value it wrote is finite.
+
+  ;; y = rmsnorm(x) of one row of C values (kernels/rmsnorm.ts normalise): ss = Σ fround(x_c²) in float32 from
+  ;; +0, c ascending; r = rsqrtf(fround(fround(ss / C) + eps)) with the division and the reciprocal square root
+  ;; in float64 rounded once (Math.fround of the float64 result, as there); y_c = fround(w_c · fround(x_c · r)).
+  ;; Returns 0 when a y is not finite, 2 when ss overflows (the caller then lets the definition raise its error).
+  (func (export "rmsnorm_row") (param $x i32) (param $w i32) (param $y i32) (param $C i32) (param $eps f32)
+    (result i32)
+    (local $c i32) (local $o i32) (local $ss f32) (local $v f32) (local $r f32) (local $ok i32)
+    (local.set $ss (f32.const 0))
+    (local.set $c (i32.const 0))
+    (block $ds (loop $ls
+      (br_if $ds (i32.ge_u (local.get $c) (local.get $C)))
+      (local.set $v (f32.load (i32.add (local.get $x) (i32.shl (local.get $c) (i32.const 2)))))
+      (local.set $ss (f32.add (local.get $ss) (f32.mul (local.get $v) (local.get $v))))
+      (local.set $c (i32.add (local.get $c) (i32.const 1)))
+      (br $ls)))
+    (if (f32.eq (local.get $ss) (f32.const inf)) (then (return (i32.const 2))))
+    (local.set $r (f32.demote_f64 (f64.div (f64.const 1) (f64.sqrt (f64.promote_f32
+      (f32.demote_f64 (f64.add
+        (f64.promote_f32 (f32.demote_f64 (f64.div (f64.promote_f32 (local.get $ss)) (f64.convert_i32_u (local.get $C)))))
+        (f64.promote_f32 (local.get $eps)))))))))
+    (local.set $ok (i32.const 1))
+    (local.set $c (i32.const 0))
+    (block $dy (loop $ly
+      (br_if $dy (i32.ge_u (local.get $c) (local.get $C)))
+      (local.set $o (i32.shl (local.get $c) (i32.const 2)))
+      (local.set $v (f32.mul (f32.load (i32.add (local.get $w) (local.get $o)))
+        (f32.mul (f32.load (i32.add (local.get $x) (local.get $o))) (local.get $r))))
+      (f32.store (i32.add (local.get $y) (local.get $o)) (local.get $v))
+      (if (f32.ne (f32.sub (local.get $v) (local.get $v)) (f32.const 0)) (then (local.set $ok (i32.const 0))))
+      (local.set $c (i32.add (local.get $c) (i32.const 1)))
+      (br $ly)))
+    (local.get $ok))
+
+  ;; out = a + b over n floats (kernels/residual.ts addForward: fround(a_i + b_i), the float32 sum); out may be
+  ;; a or b. Four at a time, then one by one.
+  (func (export "add_row") (param $a i32) (param $b i32) (param $out i32) (param $n i32) (result i32)
+    (local $i i32) (local $o i32) (local $v v128) (local $bad v128) (local $f f32)
+    (local.set $bad (v128.const i32x4 0 0 0 0))
+    (local.set $i (i32.const 0))
+    (block $d4 (loop $l4
+      (br_if $d4 (i32.gt_u (i32.add (local.get $i) (i32.const 4)) (local.get $n)))
+      (local.set $o (i32.shl (local.get $i) (i32.const 2)))
+      (local.set $v (f32x4.add (v128.load (i32.add (local.get $a) (local.get $o)))
+        (v128.load (i32.add (local.get $b) (local.get $o)))))
+      (v128.store (i32.add (local.get $out) (local.get $o)) (local.get $v))
+      ;; v − v is 0 for a finite lane, NaN otherwise: NaN ≠ 0 marks the lane
+      (local.set $bad (v128.or (local.get $bad)
+        (f32x4.ne (f32x4.sub (local.get $v) (local.get $v)) (v128.const f32x4 0 0 0 0))))
+      (local.set $i (i32.add (local.get $i) (i32.const 4)))
+      (br $l4)))
+    (block $d1 (loop $l1
+      (br_if $d1 (i32.ge_u (local.get $i) (local.get $n)))
+      (local.set $o (i32.shl (local.get $i) (i32.const 2)))
+      (local.set $f (f32.add (f32.load (i32.add (local.get $a) (local.get $o)))
+        (f32.load (i32.add (local.get $b) (local.get $o)))))
+      (f32.store (i32.add (local.get $out) (local.get $o)) (local.get $f))
+      (if (f32.ne (f32.sub (local.get $f) (local.get $f)) (f32.const 0))
+        (then (local.set $bad (v128.const i32x4 -1 0 0 0))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $l1)))
+    (i32.eqz (v128.any_true (local.get $bad))))
+
+  ;; The rotary embedding of one position, in place (kernels/rotary.ts rotaryForward): for each of `heads`
+  ;; heads of width D = 2h and i < h, with c = cos[i], s = sin[i] (the tables' row of the position),
+  ;; x_i ← fround(fround(x_i·c) − fround(x_{i+h}·s)), x_{i+h} ← fround(fround(x_{i+h}·c) + fround(x_i·s)),
+  ;; both from the old values. Four i at a time (h is a multiple of 4 here; the caller checks), in place.
+  (func (export "rotary_row") (param $x i32) (param $cos i32) (param $sin i32) (param $heads i32) (param $D i32)
+    (local $g i32) (local $i i32) (local $h i32) (local $p1 i32) (local $p2 i32) (local $o i32)
+    (local $x1 v128) (local $x2 v128) (local $c v128) (local $s v128)
+    (local.set $h (i32.shr_u (local.get $D) (i32.const 1)))
+    (local.set $g (i32.const 0))
+    (block $dg (loop $lg
+      (br_if $dg (i32.ge_u (local.get $g) (local.get $heads)))
+      (local.set $i (i32.const 0))
+      (block $di (loop $li
+        (br_if $di (i32.ge_u (local.get $i) (local.get $h)))
+        (local.set $o (i32.shl (local.get $i) (i32.const 2)))
+        (local.set $p1 (i32.add (local.get $x)
+          (i32.shl (i32.add (i32.mul (local.get $g) (local.get $D)) (local.get $i)) (i32.const 2))))
+        (local.set $p2 (i32.add (local.get $p1) (i32.shl (local.get $h) (i32.const 2))))
+        (local.set $x1 (v128.load (local.get $p1)))
+        (local.set $x2 (v128.load (local.get $p2)))
+        (local.set $c (v128.load (i32.add (local.get $cos) (local.get $o))))
+        (local.set $s (v128.load (i32.add (local.get $sin) (local.get $o))))
+        (v128.store (local.get $p1) (f32x4.sub (f32x4.mul (local.get $x1) (local.get $c))
+          (f32x4.mul (local.get $x2) (local.get $s))))
+        (v128.store (local.get $p2) (f32x4.add (f32x4.mul (local.get $x2) (local.get $c))
+          (f32x4.mul (local.get $x1) (local.get $s))))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))
+        (br $li)))
+      (local.set $g (i32.add (local.get $g) (i32.const 1)))
+      (br $lg))))
 )
