@@ -58,7 +58,6 @@ interface Products {
 
 /** One block's products and norms. */
 interface BlockPlan {
-  readonly tensors: readonly (readonly [string, Float32Array])[]; // what the plan was made from (`current`)
   readonly inNorm: number; // resident copies of the block's norm weights [C]
   readonly postNorm: number;
   readonly qkv: Products;
@@ -86,15 +85,47 @@ function productsOf(ws: readonly Float32Array[], K: number, Ns: readonly number[
   return { calls, cols, N };
 }
 
-/** By model: each block's plan, or null when some product has no code panels (the general path runs). */
-const PLANS = new WeakMap<Model, readonly BlockPlan[] | null>();
+/**
+ * By model: each block's plan (null when some product has no code panels: the general path runs), and the
+ * tensors it was made from. A model whose tensors were replaced since (made resident, grown) gets a new one.
+ */
+const PLANS = new WeakMap<
+  Model,
+  { readonly tensors: Snapshot; readonly plan: readonly BlockPlan[] | null }
+>();
 
 function planOf(model: Model, km: KernelMemory): readonly BlockPlan[] | null {
   const known = PLANS.get(model);
-  if (known === null || (known !== undefined && current(model, known))) return known;
-  const plan = makePlan(model, km);
-  PLANS.set(model, plan);
+  if (known !== undefined && current(model, known.tensors)) return known.plan;
+  let plan: readonly BlockPlan[] | null;
+  try {
+    plan = makePlan(model, km);
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    plan = null; // no room for the norms' copies: the general path, for good
+  }
+  PLANS.set(model, { tensors: snapshot(model), plan });
   return plan;
+}
+
+/** Every block's tensors by name, in order. */
+type Snapshot = readonly (readonly (readonly [string, Float32Array])[])[];
+
+function snapshot(model: Model): Snapshot {
+  return Array.from(
+    { length: model.config.num_hidden_layers },
+    (_, l) =>
+      Object.entries(model.components[blockName(l)] ?? {}).map(([name, t]) => [name, t.data] as const),
+  );
+}
+
+/** True when every block still has the tensors of `was` (resident tensors are never written in place). */
+function current(model: Model, was: Snapshot): boolean {
+  return was.length === model.config.num_hidden_layers && was.every((tensors, l) => {
+    const p = model.components[blockName(l)];
+    return p !== undefined && Object.keys(p).length === tensors.length &&
+      tensors.every(([name, t]) => p[name]?.data === t);
+  });
 }
 
 function makePlan(model: Model, km: KernelMemory): readonly BlockPlan[] | null {
@@ -111,7 +142,6 @@ function makePlan(model: Model, km: KernelMemory): readonly BlockPlan[] | null {
     const oP = productsOf([o], C, [C]), down = productsOf([m.down], I, [C]);
     if (qkv === null || gateUp === null || oP === null || down === null) return null;
     blocks.push({
-      tensors: blockTensors(model, l),
       inNorm: residentCopy(km, inW),
       postNorm: residentCopy(km, postW),
       qkv,
@@ -121,23 +151,6 @@ function makePlan(model: Model, km: KernelMemory): readonly BlockPlan[] | null {
     });
   }
   return blocks;
-}
-
-/** The tensors of block l by name: a plan holds for as long as they are the same arrays. */
-function blockTensors(model: Model, l: number): [string, Float32Array][] {
-  return Object.entries(model.components[blockName(l)]!).map(([name, t]) => [name, t.data]);
-}
-
-/**
- * True when every block still has the tensors its plan was made from (a model whose tensors were replaced,
- * e.g. by growth, gets a new plan). Resident tensors are never written in place (`makeResident`).
- */
-function current(model: Model, plan: readonly BlockPlan[]): boolean {
-  return plan.every((b, l) => {
-    const p = model.components[blockName(l)];
-    return p !== undefined && Object.keys(p).length === b.tensors.length &&
-      b.tensors.every(([name, t]) => p[name]?.data === t);
-  });
 }
 
 /** A copy of a small tensor (a norm's weights) in the resident region, for good; its offset. */
@@ -176,9 +189,13 @@ export function decodeHiddenFast(
   if (embed === undefined || !Number.isInteger(id) || id < 0 || id >= V) return null;
   if (tables.half !== h || h % 4 !== 0 || at + 1 > tables.positions || cache.capacity < at + 1) return null;
   if (c.num_attention_heads % c.num_key_value_heads !== 0) return null;
-  const plan = planOf(model, km);
-  if (plan === null) return null;
-  return run(km, plan, c, cache, embed.subarray(id * C, id * C + C), tables, at);
+  try {
+    const plan = planOf(model, km);
+    return plan === null ? null : run(km, plan, c, cache, embed.subarray(id * C, id * C + C), tables, at);
+  } catch (e) {
+    if (e instanceof RangeError) return null; // the kernels' memory could not grow: the general path decides
+    throw e;
+  }
 }
 
 function run(
@@ -202,7 +219,7 @@ function run(
   const params = a.floats(16), p = a.floats(H * Tk);
   const heads = unitSplit(H, H * Tk * D, threads), per = Math.ceil(D * Tk / 16) * 64; // kT [D, Tk] per job
   const kT = a.floats(0);
-  ensureBytes(km, kT + heads.length * per); // throws RangeError when refused, as the general path would
+  ensureBytes(km, kT + heads.length * per); // throws RangeError when refused
   const buf = km.memory.buffer, mm = km.matmul, sm = km.softmax;
   new Float32Array(buf, x, C).set(row);
   new Float32Array(buf, cs, h).set(tables.cos.subarray(at * h, at * h + h));

@@ -120,6 +120,8 @@ Deno.test("the fast path steps aside where it does not apply, and a value that i
   // a model without code panels (not resident), a cache in ordinary arrays, an id outside the vocabulary
   const notResident = q41Model(SEED + 1);
   assert.equal(decodeHiddenFast(notResident, new KvCache(c, 4), 5, tables), null);
+  makeModelResident(notResident.components); // made resident later: its tensors changed, so a new plan
+  assert.ok(decodeHiddenFast(notResident, new KvCache(c, 4), 5, tables) !== null);
   const model = q41Model(SEED + 1);
   makeModelResident(model.components);
   assert.equal(decodeHiddenFast(model, new KvCache(c, 4, { resident: false }), 5, tables), null);
