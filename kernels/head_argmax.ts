@@ -49,8 +49,15 @@ import { FORCE_REFERENCE } from "./matmul.ts";
 import { EMBED_TENSOR, NORM_TENSOR } from "./model.ts";
 import { rmsnormOutput } from "./rmsnorm.ts";
 import type { Tensors } from "./safetensors.ts";
-import { isResident, kernelMemory } from "./wasm/kernel_memory.ts";
-import { q8Available, type Q8Matrix, q8Matvec, quantiseBlock, quantiseQ8 } from "./wasm/draft_wasm.ts";
+import {
+  allocResident,
+  ensureBytes,
+  HEAD_BOUNDS_KERNEL,
+  isResident,
+  kernelMemory,
+} from "./wasm/kernel_memory.ts";
+import { q8Available, type Q8Matrix, q8MatvecInMemory, quantiseQ8 } from "./wasm/draft_wasm.ts";
+import { kernelThreads } from "./threads.ts";
 
 /** Float64 sums of C squares are within C · 2⁻⁵³ of exact; every norm is rounded up by this factor. */
 const MARGIN = 1 + 2 ** -30;
@@ -73,7 +80,10 @@ export const HEAD_COPY_MAX_BYTES = 256 * 2 ** 20;
 /** Rows decided, candidates computed exactly over them, and rows the whole head decided. */
 export const HEAD_ARGMAX_STATS = { rows: 0, candidates: 0, whole: 0 };
 
-/** An embedding's int8 copy and the norms of its rows (each rounded up by MARGIN). */
+/**
+ * An embedding's int8 copy and the norms of its rows (each rounded up by MARGIN), all in the kernels'
+ * resident memory, where the bounds kernel reads them.
+ */
 interface HeadCopy {
   readonly q8: Q8Matrix;
   readonly hatNorm: Float64Array; // ‖Ŵ_v‖
@@ -109,7 +119,16 @@ function buildCopy(w: Float32Array, V: number, C: number): HeadCopy | null {
   const nb = C / 32, gC = gamma(C);
   const q = new Int8Array(km.memory.buffer, q8.weights, V * C);
   const s = new Float32Array(km.memory.buffer, q8.scales, V * nb);
-  const hatNorm = new Float64Array(V), errNorm = new Float64Array(V);
+  let hatAt: number, errAt: number;
+  try {
+    hatAt = allocResident(km, 8 * V);
+    errAt = allocResident(km, 8 * V);
+  } catch (e) {
+    if (e instanceof RangeError) return null; // no room: the whole head decides
+    throw e;
+  }
+  const hatNorm = new Float64Array(km.memory.buffer, hatAt, V),
+    errNorm = new Float64Array(km.memory.buffer, errAt, V);
   let maxNorm = 0;
   for (let v = 0; v < V; v++) {
     let ww = 0, hh = 0, ee = 0;
@@ -149,13 +168,8 @@ function usableCopy(w: Float32Array, V: number, C: number): HeadCopy | null {
   return C % 32 === 0 && !FORCE_REFERENCE && q8Available() && isResident(w) ? headCopy(w, V, C) : null;
 }
 
-/** Each row's int8 logits and upper ends, reused from call to call (one decoded token is one call). */
-let scratch = { approx: new Float32Array(0), hi: new Float64Array(0) };
-
-function scratchFor(V: number) {
-  if (scratch.approx.length !== V) scratch = { approx: new Float32Array(V), hi: new Float64Array(V) };
-  return scratch;
-}
+/** Below this many rows the bounds run on the calling thread alone. */
+const BOUNDS_SPLIT_MIN = 1 << 14;
 
 /**
  * hidden [N, C] → the greedy id of each row: exactly `argmax(headLogits(hidden, norm, embed, c, N), N, V)`,
@@ -185,14 +199,14 @@ export function headTokens(
     if (!(yNorms[n]! * copy.maxNorm * (1 + gamma(C)) < OVERFLOW)) return whole();
   }
   const out = new Int32Array(N);
-  const { approx, hi } = scratchFor(V);
-  const qx = new Int16Array(C), g = gamma(C / 32 + 4);
+  const g = gamma(C / 32 + 4), threads = kernelThreads(), km = kernelMemory()!;
   for (let n = 0; n < N; n++) {
     const row = y.subarray(n * C, (n + 1) * C);
-    q8Matvec(copy.q8, row, approx);
-    let hh = 0, dd = 0; // ‖ŷ‖², ‖y − ŷ‖² with ŷ as the kernel quantises it
+    // the int8 logits s̃ stay in the kernels' scratch; x as the kernel quantised it gives ŷ
+    const { y: approx, q: qx, scales, end } = q8MatvecInMemory(copy.q8, row, threads);
+    let hh = 0, dd = 0; // ‖ŷ‖², ‖y − ŷ‖²
     for (let b = 0; b < C / 32; b++) {
-      const scale = Math.fround(quantiseBlock(row, b * 32, qx, b * 32));
+      const scale = scales[b]!;
       for (let i = b * 32; i < b * 32 + 32; i++) {
         const h = scale * qx[i]!;
         hh += h * h;
@@ -200,19 +214,29 @@ export function headTokens(
       }
     }
     const alpha = (Math.sqrt(dd) * MARGIN + g * Math.sqrt(hh) * MARGIN) * MARGIN, beta = yNorms[n]!;
-    let low = -Infinity;
-    for (let v = 0; v < V; v++) {
-      const a = approx[v]!;
-      if (!Number.isFinite(a)) return whole(); // cannot happen below OVERFLOW; never trust a bound on it
-      const bound = (copy.hatNorm[v]! * alpha + copy.errNorm[v]! * beta) * MARGIN + ETA;
-      const slack = (Math.abs(a) + bound) * WIDEN;
-      hi[v] = a + bound + slack;
-      low = Math.max(low, a - bound - slack);
-    }
-    let best = -1, bestZ = -Infinity, candidates = 0;
-    for (let v = 0; v < V; v++) {
-      if (hi[v]! < low) continue;
-      candidates++;
+    // hi_v = s̃_v + B_v + slack and L = max (s̃_v − B_v − slack), by rows split over the threads
+    const parts = V < BOUNDS_SPLIT_MIN ? 1 : threads, params = end, hiAt = params + 64 + 8 * parts + 56;
+    const idsAt = hiAt + 8 * V;
+    ensureBytes(km, idsAt + 4 * V);
+    const buf = km.memory.buffer;
+    new Float64Array(buf, params, 5).set([alpha, beta, MARGIN, ETA, WIDEN]);
+    new Int32Array(buf, params + 40, 4).set([approx, copy.hatNorm.byteOffset, copy.errNorm.byteOffset, hiAt]);
+    const jobs = Array.from({ length: parts }, (_, p) => [
+      HEAD_BOUNDS_KERNEL,
+      params,
+      p,
+      Math.floor((V * p) / parts),
+      Math.floor((V * (p + 1)) / parts),
+    ]);
+    const bounds = (job: readonly number[]) => km.draft.head_bounds(job[1]!, job[2]!, job[3]!, job[4]!);
+    if (parts === 1) bounds(jobs[0]!);
+    else km.pool.run(jobs, bounds, threads);
+    const low = Math.max(...new Float64Array(buf, params + 64, parts));
+    if (Number.isNaN(low)) return whole(); // an s̃ not finite: cannot happen below OVERFLOW; never trust it
+    const count = km.draft.head_candidates(hiAt, V, low, idsAt);
+    const ids = new Int32Array(buf, idsAt, count);
+    let best = -1, bestZ = -Infinity;
+    for (const v of ids) { // ascending
       let z = 0; // the matmul's definition, in its order
       for (let k = 0, at = v * C; k < C; k++) z = Math.fround(z + Math.fround(row[k]! * w[at + k]!));
       if (z > bestZ) { // strictly larger: among equals the lowest index stays, as in `argmax`
@@ -222,7 +246,7 @@ export function headTokens(
     }
     out[n] = best;
     HEAD_ARGMAX_STATS.rows++;
-    HEAD_ARGMAX_STATS.candidates += candidates;
+    HEAD_ARGMAX_STATS.candidates += count;
   }
   return out;
 }

@@ -158,4 +158,58 @@
       (br $next_j)))
     (call $q8_matvec (local.get $w) (local.get $sw) (local.get $x) (local.get $sx) (local.get $y) (local.get $K)
       (local.get $j) (local.get $jhi)))
+
+  ;; The exact head argmax's bounds (kernels/head_argmax.ts headTokens), rows $lo ≤ v < $hi: with a = approx[v]
+  ;; (this module's int8 logits, float32), bound = (hatNorm[v]·alpha + errNorm[v]·beta)·MARGIN + ETA, slack =
+  ;; (|a| + bound)·WIDEN, it writes hi[v] = a + bound + slack and returns max_v (a − bound − slack) over the
+  ;; rows, every operation in float64 in headTokens' order (IEEE, so the same values there and here), into
+  ;; the f64 at $at + 64 + 8·$part (a pool job: parts split the rows). A non-finite a makes it NaN (the caller
+  ;; then lets the whole head decide). Parameter block (f64 at $at): alpha, beta, MARGIN, ETA, WIDEN; then i32
+  ;; at $at + 40: approx (f32 [V]), hatNorm, errNorm, hi (f64 [V]).
+  (func (export "head_bounds") (param $at i32) (param $part i32) (param $lo i32) (param $hi i32)
+    (local $v i32) (local $a f64) (local $b f64) (local $s f64) (local $low f64) (local $bad i32)
+    (local $alpha f64) (local $beta f64) (local $margin f64) (local $eta f64) (local $widen f64)
+    (local $pa i32) (local $ph i32) (local $pe i32) (local $po i32) (local $o i32)
+    (local.set $alpha (f64.load offset=0 (local.get $at)))
+    (local.set $beta (f64.load offset=8 (local.get $at)))
+    (local.set $margin (f64.load offset=16 (local.get $at)))
+    (local.set $eta (f64.load offset=24 (local.get $at)))
+    (local.set $widen (f64.load offset=32 (local.get $at)))
+    (local.set $pa (i32.load offset=40 (local.get $at)))
+    (local.set $ph (i32.load offset=44 (local.get $at)))
+    (local.set $pe (i32.load offset=48 (local.get $at)))
+    (local.set $po (i32.load offset=52 (local.get $at)))
+    (local.set $low (f64.const -inf))
+    (local.set $v (local.get $lo))
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $v) (local.get $hi)))
+      (local.set $a (f64.promote_f32 (f32.load (i32.add (local.get $pa) (i32.shl (local.get $v) (i32.const 2))))))
+      (local.set $o (i32.shl (local.get $v) (i32.const 3)))
+      (local.set $b (f64.add (f64.mul (f64.add
+        (f64.mul (f64.load (i32.add (local.get $ph) (local.get $o))) (local.get $alpha))
+        (f64.mul (f64.load (i32.add (local.get $pe) (local.get $o))) (local.get $beta)))
+        (local.get $margin)) (local.get $eta)))
+      (local.set $s (f64.mul (f64.add (f64.abs (local.get $a)) (local.get $b)) (local.get $widen)))
+      (f64.store (i32.add (local.get $po) (local.get $o))
+        (f64.add (f64.add (local.get $a) (local.get $b)) (local.get $s)))
+      (local.set $low (f64.max (local.get $low) (f64.sub (f64.sub (local.get $a) (local.get $b)) (local.get $s))))
+      (local.set $bad (i32.or (local.get $bad) (f64.ne (f64.sub (local.get $a) (local.get $a)) (f64.const 0))))
+      (local.set $v (i32.add (local.get $v) (i32.const 1)))
+      (br $next)))
+    (f64.store offset=64 (i32.add (local.get $at) (i32.shl (local.get $part) (i32.const 3)))
+      (select (f64.const nan) (local.get $low) (local.get $bad))))
+
+  ;; The candidates of the exact head argmax: writes to $out (i32) every v < $n, ascending, whose hi[v] (f64 at
+  ;; $hi) is not below $low, and returns how many.
+  (func (export "head_candidates") (param $hi i32) (param $n i32) (param $low f64) (param $out i32) (result i32)
+    (local $v i32) (local $count i32)
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $v) (local.get $n)))
+      (if (i32.eqz (f64.lt (f64.load (i32.add (local.get $hi) (i32.shl (local.get $v) (i32.const 3)))) (local.get $low)))
+        (then
+          (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2))) (local.get $v))
+          (local.set $count (i32.add (local.get $count) (i32.const 1)))))
+      (local.set $v (i32.add (local.get $v) (i32.const 1)))
+      (br $next)))
+    (local.get $count))
 )

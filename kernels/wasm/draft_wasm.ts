@@ -64,11 +64,25 @@ export function quantiseQ8(data: Float32Array, rows: number, cols: number): Q8Ma
 
 /** y[0..rows) ≈ m · x (x has m.cols values); approximate, on up to `threads` threads. */
 export function q8Matvec(m: Q8Matrix, x: Float32Array, y: Float32Array, threads = kernelThreads()): void {
+  const { y: at } = q8MatvecInMemory(m, x, threads);
+  y.set(new Float32Array(kernelMemory()!.memory.buffer, at, m.rows));
+}
+
+/**
+ * `q8Matvec` leaving y in the kernels' scratch: where y [rows] is, and x as the kernel quantised it (`q`, in
+ * blocks of 32 with the float32 `scales`: views of the scratch, valid until the next kernel call). `end` is
+ * the first byte after them, where a caller may put more scratch.
+ */
+export function q8MatvecInMemory(
+  m: Q8Matrix,
+  x: Float32Array,
+  threads = kernelThreads(),
+): { y: number; q: Int16Array; scales: Float32Array; end: number } {
   const km = kernelMemory();
   if (km === null) throw new Error("Cannot run the drafter: the WebAssembly kernels are unavailable");
   const K = m.cols, blocks = K / 32;
-  const xq = scratchBase(), xs = xq + 2 * K, yAt = xs + 4 * blocks + 64;
-  ensureBytes(km, yAt + 4 * m.rows);
+  const xq = scratchBase(), xs = xq + 2 * K, yAt = xs + 4 * blocks + 64, end = yAt + 4 * m.rows + 64;
+  ensureBytes(km, end);
   const buf = km.memory.buffer;
   const q = new Int16Array(buf, xq, K), s = new Float32Array(buf, xs, blocks);
   for (let b = 0; b < blocks; b++) s[b] = quantiseBlock(x, b * 32, q, b * 32);
@@ -82,5 +96,5 @@ export function q8Matvec(m: Q8Matrix, x: Float32Array, y: Float32Array, threads 
   const run = (job: readonly number[]) => km.draft.q8_matvec4(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
   else km.pool.run(jobs, run);
-  y.set(new Float32Array(buf, yAt, m.rows));
+  return { y: yAt, q, scales: s, end: Math.ceil(end / 64) * 64 };
 }

@@ -1,7 +1,8 @@
 /**
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
  * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
- * kernels (`draft.wat`, kernels 1 and 10: one row and four rows at a time), the one-row kernels on prepacked panels and on code panels (`matmul.wat`, kernels 6 and 9) and the
+ * kernels (`draft.wat`, kernels 1 and 10: one row and four rows at a time; kernel 11, the exact head
+ * argmax's bounds on their results), the one-row kernels on prepacked panels and on code panels (`matmul.wat`, kernels 6 and 9) and the
  * deterministic softmax kernels (`softmax.wat`: attention forward and backward by head, kernels 2 and 3; the
  * head's vocabulary exponentials and gradient, kernels 4 and 5; the MLP's gated product and its backward,
  * kernels 7 and 8). All are compiled synchronously from embedded bytes, so loading needs no permissions.
@@ -41,6 +42,8 @@ export const SILU_BACKWARD_KERNEL = 8;
 export const MATVEC_CODES_KERNEL = 9;
 /** Index of the int8 matrix-vector kernel four rows at a time (`q8_matvec4`, the same values) in pool jobs. */
 export const Q8_MATVEC4_KERNEL = 10;
+/** Index of the exact head argmax's bounds (`head_bounds` in `draft.wat`) in pool jobs. */
+export const HEAD_BOUNDS_KERNEL = 11;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -87,6 +90,8 @@ export interface SoftmaxExports {
 export interface DraftExports {
   q8_matvec(...args: number[]): void;
   q8_matvec4(...args: number[]): void;
+  head_bounds(at: number, part: number, lo: number, hi: number): void;
+  head_candidates(hi: number, n: number, low: number, out: number): number;
 }
 
 /** Bytes in a WebAssembly page. */
@@ -123,6 +128,7 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "silu_backward"],
           [matmul, "matvec_codes"],
           [draft, "q8_matvec4"],
+          [draft, "head_bounds"],
         ],
         memory,
         MAX_THREADS - 1,
