@@ -56,6 +56,13 @@ interface Products {
   readonly N: number;
 }
 
+/**
+ * Below this much work (H·Tk·D) a token's attention stays on the calling thread. Lower than the general
+ * path's `SOFTMAX_THREAD_MIN_WORK`: with nothing copied around it, splitting SmolLM2's 9 heads in two pays
+ * from ~30 positions (0.5 ms a token at 2 threads after 64).
+ */
+export const ATTENTION_SPLIT_MIN = 1 << 14;
+
 /** One block's products and norms. */
 interface BlockPlan {
   readonly inNorm: number; // resident copies of the block's norm weights [C]
@@ -217,7 +224,7 @@ function run(
   const ao = a.floats(C), o = a.floats(pad(C)), dn = a.floats(pad(C)), hh = a.floats(I);
   const gu = a.floats(pad(Math.max(...plan.map((b) => b.gateUp.N))));
   const params = a.floats(16), p = a.floats(H * Tk);
-  const heads = unitSplit(H, H * Tk * D, threads), per = Math.ceil(D * Tk / 16) * 64; // kT [D, Tk] per job
+  const heads = unitSplit(H, H * Tk * D, threads, ATTENTION_SPLIT_MIN), per = Math.ceil(D * Tk / 16) * 64; // kT [D, Tk] per job
   const kT = a.floats(0);
   ensureBytes(km, kT + heads.length * per); // throws RangeError when refused
   const buf = km.memory.buffer, mm = km.matmul, sm = km.softmax;

@@ -40,9 +40,17 @@ const fr = Math.fround;
 const al = (n: number) => Math.ceil(n / 4) * 16; // n floats, rounded up to 16 bytes
 const PARAMS = 64; // bytes of the i32 parameter block
 
-/** `units` split into at most `threads` ascending ranges [lo, hi), as even as possible; one when small. */
-export function unitSplit(units: number, work: number, threads: number): [number, number][] {
-  if (threads <= 1 || units < 2 || work < SOFTMAX_THREAD_MIN_WORK) return [[0, units]];
+/**
+ * `units` split into at most `threads` ascending ranges [lo, hi), as even as possible; one when the work is
+ * below `min`.
+ */
+export function unitSplit(
+  units: number,
+  work: number,
+  threads: number,
+  min = SOFTMAX_THREAD_MIN_WORK,
+): [number, number][] {
+  if (threads <= 1 || units < 2 || work < min) return [[0, units]];
   const parts = Math.min(threads, units);
   const out: [number, number][] = [];
   for (let p = 0, lo = 0; p < parts; p++) {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { makeModelResident } from "../../kernels/block.ts";
 import { headDim } from "../../kernels/config.ts";
-import { decodeHiddenFast } from "../../kernels/decode_fast.ts";
+import { ATTENTION_SPLIT_MIN, decodeHiddenFast } from "../../kernels/decode_fast.ts";
 import { decodeHidden, KvCache } from "../../kernels/generation.ts";
 import { blockName } from "../../kernels/model.ts";
 import { rmsnormOutput } from "../../kernels/rmsnorm.ts";
@@ -108,6 +108,35 @@ Deno.test("a decoded token on the fast path is the general path's bits, on 1, 2 
         sameBits(cache.k[l]!.subarray(0, n), plain.k[l]!.subarray(0, n), `keys of block ${l}`);
         sameBits(cache.v[l]!.subarray(0, n), plain.v[l]!.subarray(0, n), `values of block ${l}`);
       }
+      cache.release();
+    }
+  } finally {
+    setKernelThreads(before);
+  }
+});
+
+Deno.test("a decoded token's attention split over the threads on the fast path is the general path's bits", async () => {
+  assert.equal(await wasmMatmulThreadsReady(3, STARTUP_MS), 3, `threads off: ${wasmMatmulThreadsDisabled()}`);
+  const model = q41Model(SEED + 3), c = model.config, before = kernelThreads();
+  makeModelResident(model.components);
+  // the devnet's 4 heads of 32 split from 128 keys on (ATTENTION_SPLIT_MIN): positions 126 … 131
+  const H = c.num_attention_heads, D = headDim(c), from = Math.ceil(ATTENTION_SPLIT_MIN / (H * D)) - 2;
+  const tables = rotaryTables(from + 6, D, c.rope_theta);
+  const prompt = Array.from({ length: from }, (_, i) => (i * 37 + 11) % c.vocab_size),
+    ids = [9, 8, 7, 6, 5, 4];
+  try {
+    const plain = new KvCache(c, from + 6, { resident: false });
+    decodeHidden(model, plain, prompt, tables);
+    const want = ids.map((id) => decodeHidden(model, plain, [id], tables));
+    for (const threads of [2, 3]) {
+      setKernelThreads(threads);
+      const cache = new KvCache(c, from + 6);
+      decodeHidden(model, cache, prompt, tables);
+      ids.forEach((id, i) => {
+        const got = decodeHiddenFast(model, cache, id, tables);
+        assert.ok(got !== null);
+        sameBits(got, want[i]!, `position ${from + i} on ${threads} threads`);
+      });
       cache.release();
     }
   } finally {
