@@ -25,6 +25,7 @@ import { kernelThreads, MAX_THREADS } from "./threads.ts";
 import { resultBytes, runTask, type Task, taskCost } from "./task_ops.ts";
 import { CLOSED, drain, FAILED, FINISHED, IDLE, POSTED, STATES, type TaskRun } from "./task_protocol.ts";
 import { workerRefusal } from "./worker_access.ts";
+import { restKernelWorkers } from "./wasm/kernel_memory.ts";
 
 const WORKER_URL = new URL("./task_worker.ts", import.meta.url);
 const SHARED = typeof SharedArrayBuffer === "function";
@@ -95,6 +96,7 @@ export function runTasks(tasks: readonly Task[], threads: number = kernelThreads
     control,
   };
   if (away.length > 0) {
+    restKernelWorkers(); // a kernel worker polling for its next call would take a core from these tasks
     for (const w of claimWorkers(Math.min(threads - 1, away.length))) w.postMessage(run);
   }
   for (const j of here) runTask(tasks[j]!, out[j]!);

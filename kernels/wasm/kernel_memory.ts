@@ -143,6 +143,14 @@ export function kernelMemory(): KernelMemory | null {
   return loaded;
 }
 
+/**
+ * Asks the kernel workers polling for their next call to sleep now (`KernelPool.rest`); nothing when the
+ * kernels were never loaded. The task pool calls it before it hands out work.
+ */
+export function restKernelWorkers(): void {
+  loaded?.pool.rest();
+}
+
 /** Grows the memory to at least `end` bytes; throws RangeError when the memory cannot grow. */
 export function ensureBytes(km: KernelMemory, end: number): void {
   if (end > MAX_BYTES) {

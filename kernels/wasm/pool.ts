@@ -27,7 +27,9 @@ import {
   jobBase,
   MAX_JOBS,
   NEXT,
+  REST,
   slotBase,
+  SPIN_MS,
   STARTING,
   STATUS,
   takeJobs,
@@ -59,10 +61,12 @@ export class KernelPool {
   #wakeUps = 0;
 
   /** `size` is the most workers the pool will ever run (the calling thread is not counted). */
+  /** `spinMs`: how long a worker polls for the next call before it sleeps (tests lengthen it). */
   constructor(
     readonly kernels: readonly (readonly [WebAssembly.Module, string])[],
     readonly memory: WebAssembly.Memory,
     readonly size: number,
+    readonly spinMs: number = SPIN_MS,
   ) {
     this.#ctl = new Int32Array(new SharedArrayBuffer(4 * controlWords(size)));
     for (let s = 0; s < size; s++) this.#ctl[slotBase(s)] = CLOSED;
@@ -84,6 +88,15 @@ export class KernelPool {
   /** How many times a call found a worker asleep and woke it (back-to-back calls find workers awake). */
   get wakeUps(): number {
     return this.#wakeUps;
+  }
+
+  /**
+   * Asks the workers polling for the next call to sleep now instead of after `SPIN_MS`: before the calling
+   * thread hands other threads work (the task pool's), so that no core is taken by polling. The next call
+   * wakes them, as after any sleep.
+   */
+  rest(): void {
+    Atomics.store(this.#ctl, REST, 1);
   }
 
   /** Why workers are not used (null while they may be), e.g. no read permission for the worker module. */
@@ -148,6 +161,7 @@ export class KernelPool {
       ctl.set(jobs[j]!, row); // read by a worker only after it takes the job from NEXT
     }
     ctl.fill(0, STATUS, STATUS + n);
+    Atomics.store(ctl, REST, 0);
     const start = Atomics.load(ctl, DONE);
     this.#call = (this.#call + 1) & 0xffff;
     Atomics.store(ctl, NEXT, (this.#call << 16) | (n << 8));
@@ -214,6 +228,7 @@ export class KernelPool {
       control: this.#ctl.buffer as SharedArrayBuffer,
       slot,
       size: this.size,
+      spinMs: this.spinMs,
     };
     worker.postMessage(start);
   }

@@ -4,7 +4,8 @@
  * current call's jobs as one atomic word `call << 16 | jobs << 8 | next` (a thread takes job `next` by
  * swapping in `next + 1` with compare-and-swap, so each job runs exactly once, on whichever thread took it,
  * and a thread woken late for an earlier call can only take jobs of the call that is current); words
- * `STATUS + j` flag a job that threw; then one state word per worker (`slotBase`); then the job table, one
+ * `STATUS + j` flag a job that threw; word `REST` asks polling workers to sleep; then one state word per
+ * worker (`slotBase`); then the job table, one
  * row of `JOB_WORDS` words per job: the index of the function to run (`WorkerStart.kernels`), then up to
  * `JOB_ARGS` i32 arguments.
  *
@@ -27,7 +28,12 @@ export const NEXT = 1;
 export const MAX_JOBS = 64;
 /** Index of job 0's failure flag (1: the job threw on a worker). */
 export const STATUS = 2;
-const SLOTS = STATUS + MAX_JOBS;
+/**
+ * Index of the rest flag: 1 asks polling workers to sleep at once (the calling thread is about to run other
+ * threads' work, e.g. the task pool's hashing, which a polling worker would take a core from); a call clears it.
+ */
+export const REST = STATUS + MAX_JOBS;
+const SLOTS = REST + 1;
 /** Words per job row: function index, then `JOB_ARGS` arguments. */
 export const JOB_WORDS = 16;
 /** The most i32 arguments a job passes (missing ones are 0). */
@@ -96,4 +102,6 @@ export interface WorkerStart {
   readonly slot: number;
   /** How many worker slots the control block has (where the job table begins). */
   readonly size: number;
+  /** How long the worker polls for the next call before it sleeps (`SPIN_MS` but in tests). */
+  readonly spinMs: number;
 }

@@ -2,7 +2,7 @@
  * A kernels worker (started by `pool.ts`): instantiates each kernel module on the shared memory, marks its
  * slot AWAKE, then, each time a call is published, takes that call's jobs (`takeJobs`: the function a job row
  * names, on its arguments, e.g. a range of output columns of a matmul) until none is left. Between calls it
- * polls for the next one for `SPIN_MS`, then sleeps until woken — until it has slept for `IDLE_MS`, when it
+ * polls for the next one for `SPIN_MS` (less when the pool is asked to rest), then sleeps until woken — until it has slept for `IDLE_MS`, when it
  * swaps its slot to CLOSED and exits.
  * It only reads and writes the shared memory; it needs no permissions.
  * @module
@@ -18,8 +18,8 @@ import {
   IDLE_MS,
   JOB_ARGS,
   jobBase,
+  REST,
   slotBase,
-  SPIN_MS,
   takeJobs,
   WORK,
   type WorkerStart,
@@ -30,7 +30,7 @@ type Kernel = (...args: number[]) => void;
 if (JOB_ARGS !== 15) throw new Error(`pool_worker.ts passes 15 job arguments, the protocol has ${JOB_ARGS}`);
 
 self.onmessage = (e: MessageEvent<WorkerStart>) => {
-  const { kernels, memory, control, slot, size } = e.data;
+  const { kernels, memory, control, slot, size, spinMs } = e.data;
   const ctl = new Int32Array(control), s = slotBase(slot);
   const fns = kernels.map(([module, name]) =>
     new WebAssembly.Instance(module, { env: { memory } }).exports[name] as unknown as Kernel
@@ -64,7 +64,7 @@ self.onmessage = (e: MessageEvent<WorkerStart>) => {
   };
   Atomics.store(ctl, s, AWAKE);
   Atomics.notify(ctl, s);
-  while (nextCall(ctl, s)) {
+  while (nextCall(ctl, s, spinMs)) {
     const ok = takeJobs(ctl, run);
     Atomics.store(ctl, s, ok ? AWAKE : FAILED);
     if (!ok) break;
@@ -73,18 +73,18 @@ self.onmessage = (e: MessageEvent<WorkerStart>) => {
 };
 
 /**
- * Waits for a call with slot `s` AWAKE: polls for `SPIN_MS`, then sleeps (IDLE) until the main thread swaps
+ * Waits for a call with slot `s` AWAKE: polls for `spinMs` (`SPIN_MS`; until the pool is asked to rest), then sleeps (IDLE) until the main thread swaps
  * the slot to WORK and wakes it. True once the slot is WORK; false when it slept `IDLE_MS` and swapped itself
  * to CLOSED.
  */
-function nextCall(ctl: Int32Array, s: number): boolean {
-  const until = performance.now() + SPIN_MS;
+function nextCall(ctl: Int32Array, s: number, spinMs: number): boolean {
+  const until = performance.now() + spinMs;
   for (let polls = 1;; polls++) {
     if (callPending(ctl)) {
       Atomics.store(ctl, s, WORK); // only this worker changes an AWAKE slot
       return true;
     }
-    if ((polls & 63) === 0 && performance.now() > until) break;
+    if ((polls & 63) === 0 && (performance.now() > until || Atomics.load(ctl, REST) === 1)) break;
   }
   Atomics.store(ctl, s, IDLE);
   // A call published while the main thread still saw AWAKE did not wake us: take it now.

@@ -147,6 +147,28 @@ Deno.test("a worker stays awake for SPIN_MS after a call, then sleeps, and a cal
   assert.ok(pool.wakeUps > asleep);
 });
 
+Deno.test("a pool asked to rest puts its polling workers to sleep without waiting out their polling", async () => {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
+  const module = new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>);
+  const pool = new KernelPool([[module, "matmul"]], memory, 1, 60_000); // workers poll for a minute
+  assert.equal(await pool.whenReady(1), 1);
+  const settles = async (awake: number) => {
+    const until = performance.now() + 10_000; // generous on a loaded machine, far below the minute
+    while (pool.awake() !== awake && performance.now() < until) await new Promise((r) => setTimeout(r, 1));
+    return pool.awake();
+  };
+  assert.equal(await settles(1), 1, "a ready worker polls");
+  pool.rest(); // before handing the task pool work
+  assert.equal(await settles(0), 0, "the worker still polls after rest()");
+  const woken = pool.wakeUps;
+  let here = 0;
+  for (let calls = 0; calls < 500 && here === 2 * calls; calls++) pool.run([NOTHING, NOTHING], () => here++);
+  assert.ok(pool.wakeUps > woken, "a call woke the resting worker");
+  assert.equal(await settles(1), 1, "after a call it polls again, as before the rest");
+  pool.rest(); // so that it sleeps, and exits after IDLE_MS, before the test ends
+  assert.equal(await settles(0), 0);
+});
+
 // A pool of one worker whose `new Worker` blocks the calling thread at least `slowMs` more (Deno's own
 // Worker, wrapped), and a record of each start's time and blocking.
 function timedPool(slowMs: number) {
