@@ -20,7 +20,9 @@
  * (`decode` one token at a time after the prompt), as llama.cpp's is, on the float32 weights as `deno task
  * generate` reads them (resident, prepacked, and since December 2026 each one-row product on the weights' code
  * panels, `kernels/wasm/code_panels.ts`: the same bits from 1.25 bytes a weight; the row "KV cache, float32
- * panels, no code panels" decodes a second copy of the model without them, as before). The first rows are on one kernel thread, as before, so figures
+ * panels, no code panels" decodes a second copy of the model without them, as before; and, when every block
+ * has code panels, each token through every block on the kernels' memory, `kernels/decode_fast.ts`, the
+ * cache in a reusable block of it that each sample releases). The first rows are on one kernel thread, as before, so figures
  * stay comparable across changes; then the same on two threads (`NEURO_THREADS` never changes a bit; the
  * generation row also counts the calls that found a kernel worker asleep, each a wake-up of tens of
  * microseconds, which a worker polling between one token's calls avoids: `kernels/wasm/pool.ts`), greedy
