@@ -224,7 +224,8 @@ function run(
   const ao = a.floats(C), o = a.floats(pad(C)), dn = a.floats(pad(C)), hh = a.floats(I);
   const gu = a.floats(pad(Math.max(...plan.map((b) => b.gateUp.N))));
   const params = a.floats(16), p = a.floats(H * Tk);
-  const heads = unitSplit(H, H * Tk * D, threads, ATTENTION_SPLIT_MIN), per = Math.ceil(D * Tk / 16) * 64; // kT [D, Tk] per job
+  const heads = unitSplit(H, H * Tk * D, threads, ATTENTION_SPLIT_MIN);
+  const per = Math.ceil(D * Tk / 16) * 64; // bytes of each attention job's keys transposed, kT [D, Tk]
   const kT = a.floats(0);
   ensureBytes(km, kT + heads.length * per); // throws RangeError when refused
   const buf = km.memory.buffer, mm = km.matmul, sm = km.softmax;

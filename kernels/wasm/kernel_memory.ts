@@ -2,8 +2,8 @@
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
  * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
  * kernels (`draft.wat`, kernels 1 and 10: one row and four rows at a time; kernel 11, the exact head
- * argmax's bounds on their results), the one-row kernels on prepacked panels and on code panels (`matmul.wat`, kernels 6 and 9) and the
- * deterministic softmax kernels (`softmax.wat`: attention forward and backward by head, kernels 2 and 3; the
+ * argmax's bounds on their results), the one-row kernels on prepacked panels and on code panels
+ * (`matmul.wat`, kernels 6 and 9) and the deterministic softmax kernels (`softmax.wat`: attention forward and backward by head, kernels 2 and 3; the
  * head's vocabulary exponentials and gradient, kernels 4 and 5; the MLP's gated product and its backward,
  * kernels 7 and 8). All are compiled synchronously from embedded bytes, so loading needs no permissions.
  *

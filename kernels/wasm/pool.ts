@@ -60,8 +60,10 @@ export class KernelPool {
   #call = 0;
   #wakeUps = 0;
 
-  /** `size` is the most workers the pool will ever run (the calling thread is not counted). */
-  /** `spinMs`: how long a worker polls for the next call before it sleeps (tests lengthen it). */
+  /**
+   * `size` is the most workers the pool will ever run (the calling thread is not counted); `spinMs` how long
+   * a worker polls for the next call before it sleeps (`SPIN_MS`; tests lengthen it).
+   */
   constructor(
     readonly kernels: readonly (readonly [WebAssembly.Module, string])[],
     readonly memory: WebAssembly.Memory,

@@ -5,9 +5,8 @@
  * swapping in `next + 1` with compare-and-swap, so each job runs exactly once, on whichever thread took it,
  * and a thread woken late for an earlier call can only take jobs of the call that is current); words
  * `STATUS + j` flag a job that threw; word `REST` asks polling workers to sleep; then one state word per
- * worker (`slotBase`); then the job table, one
- * row of `JOB_WORDS` words per job: the index of the function to run (`WorkerStart.kernels`), then up to
- * `JOB_ARGS` i32 arguments.
+ * worker (`slotBase`); then the job table, one row of `JOB_WORDS` words per job: the index of the function to
+ * run (`WorkerStart.kernels`), then up to `JOB_ARGS` i32 arguments.
  *
  * A slot's state moves STARTING → AWAKE (the worker is ready and polls `NEXT` for a call) → WORK (it saw a
  * call's jobs and swapped AWAKE for WORK) → AWAKE (it took jobs until none was left, or FAILED after a job

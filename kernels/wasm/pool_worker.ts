@@ -2,8 +2,8 @@
  * A kernels worker (started by `pool.ts`): instantiates each kernel module on the shared memory, marks its
  * slot AWAKE, then, each time a call is published, takes that call's jobs (`takeJobs`: the function a job row
  * names, on its arguments, e.g. a range of output columns of a matmul) until none is left. Between calls it
- * polls for the next one for `SPIN_MS` (less when the pool is asked to rest), then sleeps until woken — until it has slept for `IDLE_MS`, when it
- * swaps its slot to CLOSED and exits.
+ * polls for the next one for `SPIN_MS` (less when the pool is asked to rest), then sleeps until woken —
+ * until it has slept for `IDLE_MS`, when it swaps its slot to CLOSED and exits.
  * It only reads and writes the shared memory; it needs no permissions.
  * @module
  */
