@@ -118,14 +118,8 @@ export function attentionForward(
   v: Float32Array,
   dims: AttentionDims,
 ): { out: Float32Array; cache: AttentionCache } {
-  checkDims(dims);
-  checkSizes(dims, [["q", q, dims.B * dims.Tq], ["k", k, dims.B * dims.Tk], ["v", v, dims.B * dims.Tk]]);
-  return fastOr(() => {
-    const r = wasmAttentionForward(q, k, v, dims);
-    if (r === null) return null;
-    checkOutputs(r.out, r.p, dims);
-    return { out: r.out, cache: { p: r.p! } };
-  }, () => attentionForwardReference(q, k, v, dims));
+  const { out, p } = forward(q, k, v, dims, true);
+  return { out, cache: { p: p! } };
 }
 
 /**
@@ -138,14 +132,27 @@ export function attentionOutput(
   v: Float32Array,
   dims: AttentionDims,
 ): Float32Array {
+  return forward(q, k, v, dims, false).out;
+}
+
+/** Both: the output, and the probabilities when asked for (or found not finite, for the error). */
+function forward(
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  dims: AttentionDims,
+  probabilities: boolean,
+): { out: Float32Array; p: Float32Array | null } {
   checkDims(dims);
   checkSizes(dims, [["q", q, dims.B * dims.Tq], ["k", k, dims.B * dims.Tk], ["v", v, dims.B * dims.Tk]]);
   return fastOr(() => {
-    const r = wasmAttentionForward(q, k, v, dims, undefined, false);
-    if (r === null) return null;
-    checkOutputs(r.out, r.p, dims);
-    return r.out;
-  }, () => attentionForwardReference(q, k, v, dims).out);
+    const r = wasmAttentionForward(q, k, v, dims, undefined, probabilities);
+    if (r !== null) checkOutputs(r.out, r.p, dims);
+    return r;
+  }, () => {
+    const { out, cache } = attentionForwardReference(q, k, v, dims);
+    return { out, p: cache.p };
+  });
 }
 
 /**

@@ -36,14 +36,14 @@ import {
   ensureBytes,
   type KernelMemory,
   kernelMemory,
-  MATVEC_CODES_KERNEL,
   residentFloat32,
   scratchBase,
+  SILU_KERNEL,
 } from "./wasm/kernel_memory.ts";
-import { CODE_JOBS_PER_THREAD, codedB, columnSplit } from "./wasm/matmul_wasm.ts";
+import { codedB, codeSplit, runCodeJobs } from "./wasm/matmul_wasm.ts";
 import { codeRun, panelRun } from "./wasm/matmul_group_wasm.ts";
 import { CODE_PANEL_COLUMNS } from "./wasm/code_panels.ts";
-import { unitSplit } from "./wasm/softmax_wasm.ts";
+import { runSoftmaxJobs, unitSplit } from "./wasm/softmax_wasm.ts";
 
 /**
  * The products of one input on code panels (q, k and v; gate and up; or one matrix): one call over the
@@ -73,6 +73,9 @@ interface BlockPlan {
   readonly down: Products;
 }
 
+/** n columns rounded up to whole code panels. */
+const pad = (n: number) => Math.ceil(n / CODE_PANEL_COLUMNS) * CODE_PANEL_COLUMNS;
+
 /** The products of `ws` (each [N_g, K]) on code panels, or null when one has none. */
 function productsOf(ws: readonly Float32Array[], K: number, Ns: readonly number[]): Products | null {
   const run = ws.length > 1 ? panelRun(ws, K, Ns) : null;
@@ -87,7 +90,7 @@ function productsOf(ws: readonly Float32Array[], K: number, Ns: readonly number[
     if (at === null) return null;
     calls.push({ codes: at, N: Ns[g]!, col: N });
     cols.push(N);
-    N += Math.ceil(Ns[g]! / CODE_PANEL_COLUMNS) * CODE_PANEL_COLUMNS;
+    N += pad(Ns[g]!);
   }
   return { calls, cols, N };
 }
@@ -217,7 +220,6 @@ function run(
   const C = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads, KVH = c.num_key_value_heads;
   const D = headDim(c), h = D / 2, KV = KVH * D, Tk = at + 1, eps = Math.fround(c.rms_norm_eps);
   const threads = km.pool.disabled === null ? kernelThreads() : 1;
-  const pad = (n: number) => Math.ceil(n / CODE_PANEL_COLUMNS) * CODE_PANEL_COLUMNS; // whole panels
   const a = new Arena(scratchBase());
   const x = a.floats(C), n = a.floats(C), res = a.floats(C), cs = a.floats(h), sn = a.floats(h);
   const qkv = a.floats(pad(Math.max(...plan.map((b) => b.qkv.N))));
@@ -234,16 +236,9 @@ function run(
   new Float32Array(buf, sn, h).set(tables.sin.subarray(at * h, at * h + h));
   const finite = (from: number, count: number) => mm.all_finite(from, count) === 1;
   const products = (input: number, ps: Products, out: number, K: number) => {
-    for (const { codes, N, col } of ps.calls) product(input, codes, out + 4 * col, K, N);
-  };
-  const product = (input: number, codes: number, out: number, K: number, N: number) => {
-    const ranges = columnSplit(1, K, N, threads > 1 ? threads * CODE_JOBS_PER_THREAD : 1, [
-      CODE_PANEL_COLUMNS,
-      CODE_PANEL_COLUMNS,
-    ]);
-    if (ranges.length === 1) return mm.matvec_codes(input, codes, out, K, 0, N);
-    const jobs = ranges.map(([lo, hi]) => [MATVEC_CODES_KERNEL, input, codes, out, K, lo, hi]);
-    km.pool.run(jobs, (j) => mm.matvec_codes(j[1]!, j[2]!, j[3]!, j[4]!, j[5]!, j[6]!), threads);
+    for (const { codes, N, col } of ps.calls) {
+      runCodeJobs(km, input, codes, out + 4 * col, K, codeSplit(K, N, threads), threads);
+    }
   };
   for (let l = 0; l < plan.length; l++) {
     const b = plan[l]!;
@@ -271,11 +266,7 @@ function run(
       D,
       per,
     ]);
-    if (heads.length === 1) sm.attention_forward(params, 0, 0, H);
-    else {
-      const jobs = heads.map(([lo, hi], part) => [ATTENTION_FORWARD_KERNEL, params, part, lo, hi]);
-      km.pool.run(jobs, (j) => sm.attention_forward(j[1]!, j[2]!, j[3]!, j[4]!), threads);
-    }
+    runSoftmaxJobs(km, ATTENTION_FORWARD_KERNEL, params, heads);
     if (!finite(p, H * Tk) || !finite(ao, C)) return null;
     products(ao, b.o, o, C);
     if (!finite(o, C) || sm.add_row(x, o, res, C) !== 1) return null;
@@ -284,7 +275,7 @@ function run(
     const g = gu + 4 * b.gateUp.cols[0]!, u = gu + 4 * b.gateUp.cols[1]!;
     if (!finite(g, I) || !finite(u, I)) return null;
     new Int32Array(buf, params, 3).set([g, u, hh]);
-    sm.silu(params, 0, 0, I);
+    runSoftmaxJobs(km, SILU_KERNEL, params, [[0, I]]);
     if (!finite(hh, I)) return null;
     products(hh, b.down, dn, I);
     if (!finite(dn, C) || sm.add_row(res, dn, x, C) !== 1) return null;

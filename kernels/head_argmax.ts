@@ -57,7 +57,8 @@ import {
   kernelMemory,
 } from "./wasm/kernel_memory.ts";
 import { q8Available, type Q8Matrix, q8MatvecInMemory, quantiseQ8 } from "./wasm/draft_wasm.ts";
-import { kernelThreads } from "./threads.ts";
+import { kernelThreads, MAX_THREADS } from "./threads.ts";
+import { unitSplit } from "./wasm/softmax_wasm.ts";
 
 /** Float64 sums of C squares are within C · 2⁻⁵³ of exact; every norm is rounded up by this factor. */
 const MARGIN = 1 + 2 ** -30;
@@ -214,24 +215,19 @@ export function headTokens(
       }
     }
     const alpha = (Math.sqrt(dd) * MARGIN + g * Math.sqrt(hh) * MARGIN) * MARGIN, beta = yNorms[n]!;
-    // hi_v = s̃_v + B_v + slack and L = max (s̃_v − B_v − slack), by rows split over the threads
-    const parts = V < BOUNDS_SPLIT_MIN ? 1 : threads, params = end, hiAt = params + 64 + 8 * parts + 56;
-    const idsAt = hiAt + 8 * V;
+    // hi_v = s̃_v + B_v + slack and L = max (s̃_v − B_v − slack), by rows split over the threads; the
+    // parameter block, then each part's L (at most MAX_THREADS), hi [V] and the candidates [V]
+    const ranges = unitSplit(V, V, threads, BOUNDS_SPLIT_MIN), params = end, lows = params + 64;
+    const hiAt = lows + 8 * MAX_THREADS, idsAt = hiAt + 8 * V;
     ensureBytes(km, idsAt + 4 * V);
     const buf = km.memory.buffer;
     new Float64Array(buf, params, 5).set([alpha, beta, MARGIN, ETA, WIDEN]);
     new Int32Array(buf, params + 40, 4).set([approx, copy.hatNorm.byteOffset, copy.errNorm.byteOffset, hiAt]);
-    const jobs = Array.from({ length: parts }, (_, p) => [
-      HEAD_BOUNDS_KERNEL,
-      params,
-      p,
-      Math.floor((V * p) / parts),
-      Math.floor((V * (p + 1)) / parts),
-    ]);
+    const jobs = ranges.map(([lo, hi], part) => [HEAD_BOUNDS_KERNEL, params, part, lo, hi]);
     const bounds = (job: readonly number[]) => km.draft.head_bounds(job[1]!, job[2]!, job[3]!, job[4]!);
-    if (parts === 1) bounds(jobs[0]!);
+    if (jobs.length === 1) bounds(jobs[0]!);
     else km.pool.run(jobs, bounds, threads);
-    const low = Math.max(...new Float64Array(buf, params + 64, parts));
+    const low = Math.max(...new Float64Array(buf, lows, jobs.length));
     if (Number.isNaN(low)) return whole(); // an s̃ not finite: cannot happen below OVERFLOW; never trust it
     const count = km.draft.head_candidates(hiAt, V, low, idsAt);
     const ids = new Int32Array(buf, idsAt, count);

@@ -1,11 +1,12 @@
 /**
  * The kernels' one shared WebAssembly memory, the modules that run on it and the worker pool that runs them
- * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the drafter's non-consensus int8
- * kernels (`draft.wat`, kernels 1 and 10: one row and four rows at a time; kernel 11, the exact head
- * argmax's bounds on their results), the one-row kernels on prepacked panels and on code panels
- * (`matmul.wat`, kernels 6 and 9) and the deterministic softmax kernels (`softmax.wat`: attention forward and backward by head, kernels 2 and 3; the
- * head's vocabulary exponentials and gradient, kernels 4 and 5; the MLP's gated product and its backward,
- * kernels 7 and 8). All are compiled synchronously from embedded bytes, so loading needs no permissions.
+ * on more cores: the deterministic matmul (`matmul.wat`, kernel 0), the one-row kernels on prepacked panels
+ * and on code panels (`matmul.wat`, kernels 6 and 9), the drafter's non-consensus int8 kernel four rows at a
+ * time (`draft.wat`, kernel 10, which runs the one-row kernel for the rows left over) and the exact head
+ * argmax's bounds on its results (kernel 1), and the deterministic softmax kernels (`softmax.wat`: attention
+ * forward and backward by head, kernels 2 and 3; the head's vocabulary exponentials and gradient, kernels 4
+ * and 5; the MLP's gated product and its backward, kernels 7 and 8). All are compiled synchronously from
+ * embedded bytes, so loading needs no permissions.
  *
  * The memory starts with a resident region — long-lived buffers such as the drafter's quantised weights,
  * handed out by `allocResident` and never freed — followed by the scratch space of each call. The memory
@@ -22,8 +23,8 @@ import { KernelPool } from "./pool.ts";
 
 /** Index of the matmul kernel in pool jobs. */
 export const MATMUL_KERNEL = 0;
-/** Index of the drafter's int8 matrix-vector kernel in pool jobs. */
-export const Q8_MATVEC_KERNEL = 1;
+/** Index of the exact head argmax's bounds (`head_bounds` in `draft.wat`) in pool jobs. */
+export const HEAD_BOUNDS_KERNEL = 1;
 /** Index of the attention forward kernel (units of one batch row and head) in pool jobs. */
 export const ATTENTION_FORWARD_KERNEL = 2;
 /** Index of the attention backward kernel in pool jobs. */
@@ -42,8 +43,6 @@ export const SILU_BACKWARD_KERNEL = 8;
 export const MATVEC_CODES_KERNEL = 9;
 /** Index of the int8 matrix-vector kernel four rows at a time (`q8_matvec4`, the same values) in pool jobs. */
 export const Q8_MATVEC4_KERNEL = 10;
-/** Index of the exact head argmax's bounds (`head_bounds` in `draft.wat`) in pool jobs. */
-export const HEAD_BOUNDS_KERNEL = 11;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -118,7 +117,7 @@ export function kernelMemory(): KernelMemory | null {
       pool: new KernelPool(
         [
           [matmul, "matmul"],
-          [draft, "q8_matvec"],
+          [draft, "head_bounds"],
           [softmax, "attention_forward"],
           [softmax, "attention_backward"],
           [softmax, "vocab_exp"],
@@ -128,7 +127,6 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "silu_backward"],
           [matmul, "matvec_codes"],
           [draft, "q8_matvec4"],
-          [draft, "head_bounds"],
         ],
         memory,
         MAX_THREADS - 1,

@@ -229,14 +229,7 @@ export function matmulInMemory(
   if (km === null) throw new Error("Cannot run the WebAssembly matmul: the module did not instantiate");
   // One row on code panels (decoding a token with a quantised import's weights): whole panels of 16 columns
   const codes = b.at !== null && M === 1 && from === undefined ? b.codes ?? null : null;
-  // Code panels: CODE_JOBS_PER_THREAD jobs a thread, so a thread that runs slower (a worker here runs the
-  // same kernel ~15% slower than the calling thread inside a decoded token) takes fewer and none waits long
-  let ranges = codes === null
-    ? columnSplit(M, K, N, threads)
-    : columnSplit(M, K, N, threads > 1 ? threads * CODE_JOBS_PER_THREAD : 1, [
-      CODE_PANEL_COLUMNS,
-      CODE_PANEL_COLUMNS,
-    ]);
+  let ranges = codes === null ? columnSplit(M, K, N, threads) : codeSplit(K, N, threads);
   const helpers = Math.min(ranges.length, threads) - 1;
   if (helpers > 0 && km.pool.ready(helpers) === 0 && km.pool.disabled !== null) {
     ranges = [[0, N]]; // no workers will come: one range avoids packing A again for nothing
@@ -266,20 +259,50 @@ export function matmulInMemory(
   const matvec = M === 1 && packed && from === undefined;
   // bit 0: B prepacked; bit 1: A packed broadcast; bit 2: each sum continues from C's value
   const flags = (packed ? 1 : 0) | (at.ab << 1) | (from !== undefined ? 4 : 0);
+  if (codes !== null) {
+    runCodeJobs(km, at.a, codes, at.c, K, ranges, threads);
+    return at.c;
+  }
   const jobs = ranges.map(([lo, hi], t) => {
     const pa = at.scratch + t * at.per, pb = pa + at.pa, scr = pb + at.pb;
-    if (codes !== null) return [MATVEC_CODES_KERNEL, at.a, codes, at.c, K, lo, hi];
     if (matvec) return [MATVEC_KERNEL, at.a, at.b, at.c, scr, K, N, lo, hi];
     return [MATMUL_KERNEL, at.a, at.b, at.c, pa, pb, scr, M, K, N, aT, bT, lo, hi, flags];
   });
-  const run = codes !== null
-    ? (job: readonly number[]) => km.matmul.matvec_codes(job[1]!, job[2]!, job[3]!, job[4]!, job[5]!, job[6]!)
-    : matvec
+  const run = matvec
     ? (job: readonly number[]) => km.matmul.matvec(...job.slice(1))
     : (job: readonly number[]) => km.matmul.matmul(...job.slice(1));
   if (jobs.length === 1) run(jobs[0]!);
   else km.pool.run(jobs, run, threads);
   return at.c;
+}
+
+/**
+ * The column ranges of a one-row product on code panels: whole panels of 16 columns, `CODE_JOBS_PER_THREAD`
+ * jobs a thread, so a thread that runs slower (a worker here runs the same kernel ~15% slower than the
+ * calling thread inside a decoded token) takes fewer and none waits long.
+ */
+export function codeSplit(K: number, N: number, threads: number): [number, number][] {
+  const sizes = [CODE_PANEL_COLUMNS, CODE_PANEL_COLUMNS] as const;
+  return columnSplit(1, K, N, threads > 1 ? threads * CODE_JOBS_PER_THREAD : 1, sizes);
+}
+
+/**
+ * C[1, N] (at `c`) = A[1, K] (at `a`) · B on the code panels at `codes` (`matvec_codes`), one job a range of
+ * columns (`codeSplit`) on up to `threads` threads; every offset in the kernels' memory.
+ */
+export function runCodeJobs(
+  km: KernelMemory,
+  a: number,
+  codes: number,
+  c: number,
+  K: number,
+  ranges: readonly (readonly [number, number])[],
+  threads: number,
+): void {
+  const mm = km.matmul;
+  if (ranges.length === 1) return mm.matvec_codes(a, codes, c, K, ranges[0]![0], ranges[0]![1]);
+  const jobs = ranges.map(([lo, hi]) => [MATVEC_CODES_KERNEL, a, codes, c, K, lo, hi]);
+  km.pool.run(jobs, (j) => mm.matvec_codes(j[1]!, j[2]!, j[3]!, j[4]!, j[5]!, j[6]!), threads);
 }
 
 /** Resident matrices whose panels are also packed once (`makeResident`): where, and for which use as B. */

@@ -71,8 +71,16 @@ class Arena {
   }
 }
 
-/** Runs `kernel` on each range (job part p gets its own scratch) across this thread and the workers. */
-function run(km: KernelMemory, kernel: number, params: number, ranges: [number, number][]): void {
+/**
+ * Runs softmax.wat's `kernel` (a pool kernel index) with the parameter block at `params` on each range (job
+ * part p gets its own scratch) across this thread and the workers.
+ */
+export function runSoftmaxJobs(
+  km: KernelMemory,
+  kernel: number,
+  params: number,
+  ranges: readonly (readonly [number, number])[],
+): void {
   const fn = kernel === SILU_KERNEL
     ? km.softmax.silu
     : kernel === SILU_BACKWARD_KERNEL
@@ -135,7 +143,7 @@ export function wasmAttentionForward(
   // masked +0·Infinity is NaN, so that its error is the one given.
   if (km.matmul.all_finite(v0, nk) !== 1) return null;
   new Int32Array(buf, at, 12).set([q0, k0, v0, out0, p0, scratch, Tq, Tk, H, KVH, D, per]);
-  run(km, ATTENTION_FORWARD_KERNEL, at, ranges);
+  runSoftmaxJobs(km, ATTENTION_FORWARD_KERNEL, at, ranges);
   const keep = probabilities || km.matmul.all_finite(p0, np) !== 1;
   return {
     out: new Float32Array(buf, out0, nq).slice(),
@@ -183,7 +191,7 @@ export function wasmAttentionBackward(
   new Float32Array(buf, v0, nk).set(v.subarray(0, nk));
   new Float32Array(buf, p0, np).set(p.subarray(0, np));
   new Int32Array(buf, at, 14).set([do0, q0, k0, v0, p0, dq0, dkp0, dvp0, scratch, T, H, KVH, D, per]);
-  run(km, ATTENTION_BACKWARD_KERNEL, at, ranges);
+  runSoftmaxJobs(km, ATTENTION_BACKWARD_KERNEL, at, ranges);
   const dq = new Float32Array(buf, dq0, nq).slice(); // dq: [B·T, H·D]
   const dk = new Float32Array(nk); // dk: [B·T, KVH·D]
   const dv = new Float32Array(nk); // dv: [B·T, KVH·D]
@@ -245,7 +253,7 @@ export function wasmVocabRows(
   }
   new Float32Array(buf, m0, N).set(m);
   new Int32Array(buf, at, 4).set([z0, e0, m0, V]);
-  run(km, VOCAB_EXP_KERNEL, at, ranges);
+  runSoftmaxJobs(km, VOCAB_EXP_KERNEL, at, ranges);
   const e = new Float32Array(buf, e0, n);
   const sums = new Float32Array(N); // sums: [N]
   for (let r = 0; r < N; r++) {
@@ -258,7 +266,7 @@ export function wasmVocabRows(
   new Float32Array(buf, s0, N).set(sums);
   new Int32Array(buf, y0, N).set(Array.from(labels.subarray(0, N), (y) => (y === -100 ? -1 : y)));
   new Int32Array(buf, at, 6).set([e0, e0, s0, y0, V, labelled]); // dz overwrites e
-  run(km, VOCAB_GRADIENT_KERNEL, at, ranges);
+  runSoftmaxJobs(km, VOCAB_GRADIENT_KERNEL, at, ranges);
   return { m, sums, dz: new Float32Array(buf, e0, n).slice() };
 }
 
@@ -297,7 +305,7 @@ export function wasmSiluChecked(
   new Float32Array(buf, g0, n).set(g);
   new Float32Array(buf, u0, n).set(u.subarray(0, n));
   new Int32Array(buf, at, 3).set([g0, u0, g0]); // h overwrites g
-  run(km, SILU_KERNEL, at, ranges);
+  runSoftmaxJobs(km, SILU_KERNEL, at, ranges);
   const finite = km.matmul.all_finite(g0, n) === 1;
   return { h: new Float32Array(buf, g0, n).slice(), finite };
 }
@@ -325,6 +333,6 @@ export function wasmSiluBackward(
   new Float32Array(buf, u0, n).set(u.subarray(0, n));
   new Float32Array(buf, d0, n).set(dh.subarray(0, n));
   new Int32Array(buf, at, 5).set([g0, u0, d0, d0, e0]); // du overwrites dh
-  run(km, SILU_BACKWARD_KERNEL, at, ranges);
+  runSoftmaxJobs(km, SILU_BACKWARD_KERNEL, at, ranges);
   return { du: new Float32Array(buf, d0, n).slice(), dg: new Float32Array(buf, e0, n).slice() };
 }

@@ -9,6 +9,7 @@ import {
   blockBytesTaken,
   isResident,
   kernelMemory,
+  releaseBlock,
   takeBlock,
 } from "../../kernels/wasm/kernel_memory.ts";
 import { TINY } from "./_tiny.ts";
@@ -136,6 +137,13 @@ Deno.test("a KV cache lives in a reusable block of the kernels' memory, given ba
   again.release();
   // blocks are bounded: past BLOCK_MAX_BYTES none is given (the cache then keeps ordinary arrays, as with
   // `resident: false` below), and a size refused takes nothing from the bound
+  // a block is given back once, and only a block can be
+  const block = takeBlock(kernelMemory()!, 1000)!;
+  releaseBlock(block);
+  assert.throws(() => releaseBlock(block), /Cannot release resident block \d+: not a block in use/);
+  assert.throws(() => releaseBlock(block + 64), /Cannot release resident block \d+: not a block in use/);
+  assert.equal(takeBlock(kernelMemory()!, 1000), block, "the released block is the next of its size");
+  releaseBlock(block);
   const taken = blockBytesTaken();
   assert.equal(takeBlock(kernelMemory()!, BLOCK_MAX_BYTES + 1), null);
   assert.equal(blockBytesTaken(), taken);

@@ -3,16 +3,18 @@ import { KernelPool } from "../../../kernels/wasm/pool.ts";
 import { IDLE_MS, SPIN_MS } from "../../../kernels/wasm/pool_protocol.ts";
 import { matmulWasmBytes } from "../../../kernels/wasm/matmul_wasm.ts";
 
+/** A pool of up to `size` workers running the matmul module on a small memory of its own. */
+function matmulPool(size: number, spinMs?: number): KernelPool {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
+  const module = new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>);
+  return new KernelPool([[module, "matmul"]], memory, size, spinMs);
+}
+
 // A job that computes nothing: the matmul kernel on M = K = N = 0 and the empty column range [0, 0).
 const NOTHING = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
 Deno.test("a pool call on 2 threads starts one worker only, even while that worker is still starting", async () => {
-  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
-  const pool = new KernelPool(
-    [[new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>), "matmul"]],
-    memory,
-    3,
-  );
+  const pool = matmulPool(3);
   let here = 0;
   const local = () => {
     here++;
@@ -41,12 +43,7 @@ Deno.test("a pool call on 2 threads starts one worker only, even while that work
 });
 
 Deno.test("a pool call of more jobs than threads starts only the workers its thread count allows", async () => {
-  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
-  const pool = new KernelPool(
-    [[new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>), "matmul"]],
-    memory,
-    3,
-  );
+  const pool = matmulPool(3);
   let here = 0;
   const local = () => here++;
   pool.run(Array.from({ length: 8 }, () => NOTHING), local, 2); // 8 jobs on 2 threads: one worker
@@ -100,12 +97,7 @@ Deno.test("every job of a pool call runs, on the calling thread or a worker, wha
 });
 
 Deno.test("a worker stays awake for SPIN_MS after a call, then sleeps, and a call still wakes it", async () => {
-  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
-  const pool = new KernelPool(
-    [[new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>), "matmul"]],
-    memory,
-    1,
-  );
+  const pool = matmulPool(1);
   const busy = (ms: number) => {
     const t = performance.now();
     while (performance.now() - t < ms) {
@@ -148,9 +140,7 @@ Deno.test("a worker stays awake for SPIN_MS after a call, then sleeps, and a cal
 });
 
 Deno.test("a pool asked to rest puts its polling workers to sleep without waiting out their polling", async () => {
-  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
-  const module = new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>);
-  const pool = new KernelPool([[module, "matmul"]], memory, 1, 60_000); // workers poll for a minute
+  const pool = matmulPool(1, 60_000); // its worker polls for a minute
   assert.equal(await pool.whenReady(1), 1);
   const settles = async (awake: number) => {
     const until = performance.now() + 10_000; // generous on a loaded machine, far below the minute
@@ -184,12 +174,7 @@ function timedPool(slowMs: number) {
       starts.push({ at, ms: performance.now() - at });
     }
   };
-  const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
-  const pool = new KernelPool(
-    [[new WebAssembly.Module(matmulWasmBytes() as Uint8Array<ArrayBuffer>), "matmul"]],
-    memory,
-    1,
-  );
+  const pool = matmulPool(1);
   return { pool, starts, restore: () => (globalThis.Worker = Base) };
 }
 
