@@ -40,7 +40,7 @@ import {
   scratchBase,
   SILU_KERNEL,
 } from "./wasm/kernel_memory.ts";
-import { codedB, codeSplit, runCodeJobs } from "./wasm/matmul_wasm.ts";
+import { codedB, type CodePanels, codeSplit, runCodeJobs } from "./wasm/matmul_wasm.ts";
 import { codeRun, panelRun } from "./wasm/matmul_group_wasm.ts";
 import { CODE_PANEL_COLUMNS } from "./wasm/code_panels.ts";
 import { runSoftmaxJobs, unitSplit } from "./wasm/softmax_wasm.ts";
@@ -51,7 +51,7 @@ import { runSoftmaxJobs, unitSplit } from "./wasm/softmax_wasm.ts";
  * at column `cols[g]` of an output of `N` columns (whole panels of 16).
  */
 interface Products {
-  readonly calls: readonly { readonly codes: number; readonly N: number; readonly col: number }[];
+  readonly calls: readonly { readonly codes: CodePanels; readonly N: number; readonly col: number }[];
   readonly cols: readonly number[];
   readonly N: number;
 }
@@ -86,9 +86,9 @@ function productsOf(ws: readonly Float32Array[], K: number, Ns: readonly number[
   const calls = [], cols = [];
   let N = 0;
   for (let g = 0; g < ws.length; g++) {
-    const at = codedB(ws[g]!, K, Ns[g]!);
-    if (at === null) return null;
-    calls.push({ codes: at, N: Ns[g]!, col: N });
+    const codes = codedB(ws[g]!, K, Ns[g]!);
+    if (codes === null) return null;
+    calls.push({ codes, N: Ns[g]!, col: N });
     cols.push(N);
     N += pad(Ns[g]!);
   }

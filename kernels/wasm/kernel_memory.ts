@@ -43,6 +43,8 @@ export const SILU_BACKWARD_KERNEL = 8;
 export const MATVEC_CODES_KERNEL = 9;
 /** Index of the int8 matrix-vector kernel four rows at a time (`q8_matvec4`, the same values) in pool jobs. */
 export const Q8_MATVEC4_KERNEL = 10;
+/** Index of the one-row matmul on nibble code panels (`matvec_nibbles`, decoding one token) in pool jobs. */
+export const MATVEC_NIBBLES_KERNEL = 11;
 
 /** The loaded memory, the calling thread's instances and the pool. */
 export interface KernelMemory {
@@ -62,6 +64,7 @@ export interface MatmulExports {
   matmul(...args: number[]): void;
   matvec(...args: number[]): void;
   matvec_codes(a: number, b: number, c: number, K: number, jlo: number, jhi: number): void;
+  matvec_nibbles(a: number, b: number, c: number, K: number, jlo: number, jhi: number): void;
   pack_b_all(src: number, dst: number, K: number, N: number, bT: number): void;
   all_finite(p: number, n: number): number;
 }
@@ -127,6 +130,7 @@ export function kernelMemory(): KernelMemory | null {
           [softmax, "silu_backward"],
           [matmul, "matvec_codes"],
           [draft, "q8_matvec4"],
+          [matmul, "matvec_nibbles"],
         ],
         memory,
         MAX_THREADS - 1,

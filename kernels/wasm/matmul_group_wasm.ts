@@ -14,7 +14,7 @@
 import { kernelMemory } from "./kernel_memory.ts";
 import { copyFloats } from "../parallel_copy.ts";
 import { kernelThreads } from "../threads.ts";
-import { codedB, matmulInMemory, packedB, wasmMatmul } from "./matmul_wasm.ts";
+import { codedB, type CodePanels, matmulInMemory, packedB, wasmMatmul } from "./matmul_wasm.ts";
 import { CODE_PANEL_COLUMNS, codePanelBytes } from "./code_panels.ts";
 
 /**
@@ -77,18 +77,20 @@ export function panelRun(
 }
 
 /**
- * Where the group's code panels start when every B_g has them (`makeResident`) one after another, each at the
- * columns `cols` its float32 panels have in their run (so C [M, N] is laid out the same); else null.
+ * Where the group's code panels start, and their form, when every B_g has them (`makeResident`) in one form
+ * one after another, each at the columns `cols` its float32 panels have in their run (so C [M, N] is laid out
+ * the same); else null.
  */
 export function codeRun(
   bs: readonly Float32Array[],
   K: number,
   Ns: readonly number[],
   cols: readonly number[],
-): number | null {
-  const ats = bs.map((b, g) => codedB(b, K, Ns[g]!));
-  if (ats.some((at) => at === null)) return null;
-  const at = Math.min(...(ats as number[]));
-  const panel = codePanelBytes(CODE_PANEL_COLUMNS, K);
-  return ats.every((p, g) => p! - at === (cols[g]! / CODE_PANEL_COLUMNS) * panel) ? at : null;
+): CodePanels | null {
+  const each = bs.map((b, g) => codedB(b, K, Ns[g]!));
+  if (each.some((p) => p === null || p.form !== each[0]!.form)) return null;
+  const at = Math.min(...each.map((p) => p!.at));
+  const panel = codePanelBytes(CODE_PANEL_COLUMNS, K, each[0]!.form);
+  const inOrder = each.every((p, g) => p!.at - at === (cols[g]! / CODE_PANEL_COLUMNS) * panel);
+  return inOrder ? { at, form: each[0]!.form } : null;
 }

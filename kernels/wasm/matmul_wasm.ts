@@ -27,6 +27,7 @@ import {
   type MatmulExports,
   MATVEC_CODES_KERNEL,
   MATVEC_KERNEL,
+  MATVEC_NIBBLES_KERNEL,
   MAX_BYTES,
   residentFloat32,
   scratchBase,
@@ -34,12 +35,20 @@ import {
 import type { Tensors } from "../safetensors.ts";
 import type { Tensor } from "../tensor.ts";
 import { copyFloats } from "../parallel_copy.ts";
-import { CODE_PANEL_COLUMNS, codePanelBytes, encodeCodes, writeCodePanels } from "./code_panels.ts";
+import {
+  CODE_PANEL_COLUMNS,
+  type CodeForm,
+  codePanelBytes,
+  type Codes,
+  encodeCodes,
+  nibbleCodes,
+  writeCodePanels,
+} from "./code_panels.ts";
 
 /**
- * Jobs per thread of a one-row product on code panels (`matvec_codes`): threads take the next job as they
- * finish one, so the faster thread takes more. Measured on SmolLM2 decoding at 2 threads: 1 job a thread
- * left the calling thread waiting 1.7 ms a token for the worker's half of the MLP's products.
+ * Jobs per thread of a one-row product on code panels (`matvec_codes`, `matvec_nibbles`): threads take the
+ * next job as they finish one, so the faster thread takes more. Measured on SmolLM2 decoding at 2 threads: 1
+ * job a thread left the calling thread waiting 1.7 ms a token for the worker's half of the MLP's products.
  */
 export const CODE_JOBS_PER_THREAD = 4;
 
@@ -206,7 +215,7 @@ export function wasmMatmul(
  * `fill` copies it to the offset it is given.
  */
 export type MatmulB =
-  | { readonly at: number; readonly packed: boolean; readonly codes?: number | null }
+  | { readonly at: number; readonly packed: boolean; readonly codes?: CodePanels | null }
   | { readonly at: null; readonly fill: (at: number, buf: ArrayBufferLike) => void };
 
 /**
@@ -287,22 +296,25 @@ export function codeSplit(K: number, N: number, threads: number): [number, numbe
 }
 
 /**
- * C[1, N] (at `c`) = A[1, K] (at `a`) · B on the code panels at `codes` (`matvec_codes`), one job a range of
- * columns (`codeSplit`) on up to `threads` threads; every offset in the kernels' memory.
+ * C[1, N] (at `c`) = A[1, K] (at `a`) · B on the code panels `codes` (`matvec_codes` or `matvec_nibbles`,
+ * by their form), one job a range of columns (`codeSplit`) on up to `threads` threads; every offset in the
+ * kernels' memory.
  */
 export function runCodeJobs(
   km: KernelMemory,
   a: number,
-  codes: number,
+  codes: CodePanels,
   c: number,
   K: number,
   ranges: readonly (readonly [number, number])[],
   threads: number,
 ): void {
-  const mm = km.matmul;
-  if (ranges.length === 1) return mm.matvec_codes(a, codes, c, K, ranges[0]![0], ranges[0]![1]);
-  const jobs = ranges.map(([lo, hi]) => [MATVEC_CODES_KERNEL, a, codes, c, K, lo, hi]);
-  km.pool.run(jobs, (j) => mm.matvec_codes(j[1]!, j[2]!, j[3]!, j[4]!, j[5]!, j[6]!), threads);
+  const nibble = codes.form === "nibble";
+  const kernel = nibble ? km.matmul.matvec_nibbles : km.matmul.matvec_codes;
+  if (ranges.length === 1) return kernel(a, codes.at, c, K, ranges[0]![0], ranges[0]![1]);
+  const index = nibble ? MATVEC_NIBBLES_KERNEL : MATVEC_CODES_KERNEL;
+  const jobs = ranges.map(([lo, hi]) => [index, a, codes.at, c, K, lo, hi]);
+  km.pool.run(jobs, (j) => kernel(j[1]!, j[2]!, j[3]!, j[4]!, j[5]!, j[6]!), threads);
 }
 
 /** Resident matrices whose panels are also packed once (`makeResident`): where, and for which use as B. */
@@ -317,16 +329,23 @@ export function packedB(b: Float32Array, bT: number, K: number, N: number): numb
   return p !== undefined && p.bT === bT && p.K === K && p.N === N ? p.at : null;
 }
 
+/** Where code panels are in the kernels' memory, and their form (which kernel reads them). */
+export interface CodePanels {
+  readonly at: number;
+  readonly form: CodeForm;
+}
+
 /** Resident matrices that also have code panels (`makeResident`, `code_panels.ts`): where, and their size. */
-const CODED = new WeakMap<Float32Array, { at: number; K: number; N: number }>();
+const CODED = new WeakMap<Float32Array, CodePanels & { K: number; N: number }>();
 
 /**
- * Where `b`'s code panels are (a resident weight [N, K] that is exactly a block quantisation's values, for a
- * one-row matmul in layout "nt"), or null (then a one-row call reads its float32 panels).
+ * Where `b`'s code panels are and their form (a resident weight [N, K] that is exactly a block
+ * quantisation's values, for a one-row matmul in layout "nt"), or null (then a one-row call reads its
+ * float32 panels).
  */
-export function codedB(b: Float32Array, K: number, N: number): number | null {
+export function codedB(b: Float32Array, K: number, N: number): CodePanels | null {
   const p = CODED.get(b);
-  return p !== undefined && p.K === K && p.N === N ? p.at : null;
+  return p !== undefined && p.K === K && p.N === N ? { at: p.at, form: p.form } : null;
 }
 
 /**
@@ -340,8 +359,8 @@ export function codedB(b: Float32Array, K: number, N: number): number | null {
  * theirs). The panels of the matrices of a component named in one list of `together` (the layers of one
  * input, e.g. a block's q, k and v) are packed one after another in that order, so `wasmMatmulGroup` reads
  * them as one B. With `codes` (the default, with `prepack`) every matrix whose values are exactly a block
- * quantisation's (`code_panels.ts`: a GGUF Q4_1 import's are) also gets code panels, 1.25 bytes a weight,
- * which a one-row matmul (decoding one token) reads instead of its float32 panels with the same bits; a
+ * quantisation's (`code_panels.ts`: a GGUF Q4_1 import's are) also gets code panels, 0.75 or 1.25 bytes a
+ * weight, which a one-row matmul (decoding one token) reads instead of its float32 panels with the same bits; a
  * group gets them only when all its matrices do, laid out one after another like its panels. Returns the
  * bytes moved, packed and coded (0 when the kernels are unavailable).
  */
@@ -391,24 +410,28 @@ export function makeResident(
 /**
  * Builds the code panels of a group of resident matrices (each [N, K], used as B in layout "nt"), one after
  * another so the group reads as one run, when every one of them is exactly a block quantisation's values;
- * returns the bytes they take (0 when some matrix has none).
+ * returns the bytes they take (0 when some matrix has none). They are in the nibble form when every
+ * matrix of the group has it (one kernel reads the group's run), else in the affine form.
  */
 function makeCoded(km: KernelMemory, group: readonly Tensor[]): number {
   const sizes = group.map((t) => t.shape as [number, number]);
-  const codes = [];
+  let codes: Codes[] = [];
   for (let g = 0; g < group.length; g++) {
     const [N, K] = sizes[g]!;
     const c = encodeCodes(group[g]!.data, N, K);
     if (c === null) return 0;
     codes.push(c);
   }
-  const bytes = sizes.reduce((n, [N, K]) => n + codePanelBytes(N, K), 0);
+  const nibbles = codes.map(nibbleCodes);
+  if (nibbles.every((c) => c !== null)) codes = nibbles as Codes[];
+  const form = codes[0]!.form, size = ([N, K]: [number, number]) => codePanelBytes(N, K, form);
+  const bytes = sizes.reduce((n, s) => n + size(s), 0);
   let at = allocResident(km, bytes);
   for (let g = 0; g < group.length; g++) {
     const [N, K] = sizes[g]!;
-    writeCodePanels(codes[g]!, N, K, new Uint8Array(km.memory.buffer, at, codePanelBytes(N, K)));
-    CODED.set(group[g]!.data, { at, K, N });
-    at += codePanelBytes(N, K);
+    writeCodePanels(codes[g]!, N, K, new Uint8Array(km.memory.buffer, at, size(sizes[g]!)));
+    CODED.set(group[g]!.data, { at, form, K, N });
+    at += size(sizes[g]!);
   }
   return bytes;
 }
