@@ -8,7 +8,8 @@
  * The peer is measured fairly: llama.cpp stays loaded and warmed up beside us for the whole run
  * (`tests/model/oracle/llama_peer.ts`) in its best single-thread configuration here (its default F16 KV
  * cache; its own greedy loop), and one of its samples is taken right before each of ours, so both see the
- * same machine at the same moment. The prompt and generation figures, ours and the peer's, are the medians of
+ * same machine at the same moment. A second llama.cpp context on two threads takes a generation sample before
+ * each of our two-thread ones, for the rows at equal thread counts. The prompt and generation figures, ours and the peer's, are the medians of
  * their samples (the warm-up call included: one in six); the draft-and-verify and training-step rows stay the
  * best of their runs. The CPU build of ggml that node-llama-cpp chose (its prebuilt binaries pick one per CPU at run
  * time) is printed: it is the main reason the peer's figures differ between machines.
@@ -167,6 +168,7 @@ if (!present) {
   const llama = await startLlamaPeer(PATH);
   const peer = llama.peer;
   const peerPrompt: number[] = [], peerGenerate: number[] = []; // seconds per sample
+  const peerGenerate2: number[] = []; // the same on llama.cpp's two-thread context
   const threadsReady = await wasmMatmulThreadsReady(2);
   const load = () => {
     try {
@@ -237,6 +239,7 @@ if (!present) {
       warmup: 1,
     }, async (b) => {
       if (peer !== null) peerGenerate.push(await peer.generate(GENERATED));
+      if (peer !== null && threads === 2) peerGenerate2.push(await peer.generate(GENERATED, 2));
       b.start();
       setKernelThreads(threads);
       const V = c.vocab_size;
@@ -400,6 +403,7 @@ if (!present) {
     const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : "n/a");
     const r = (x: number, y: number) => (Number.isFinite(x / y) ? (x / y).toFixed(2) : "n/a");
     const pp = T / median(peerPrompt), tg = GENERATED / median(peerGenerate);
+    const tg2 = GENERATED / median(peerGenerate2);
     const ours = (xs: number[][], per: number) => xs.map((x) => per / median(x));
     console.log(
       `\nSmolLM2-135M-Instruct Q4_1, one thread, ${T}-token prompt (prompt and generation: medians of interleaved samples)`,
@@ -422,7 +426,8 @@ if (!present) {
             i.flashAttention ? "on" : "off"
           }, warmed up; ${peerPrompt.length} ` +
           `prompt samples (tokens/s: ${spread(peerPrompt.map((s) => T / s))}), ${peerGenerate.length} ` +
-          `generation samples (${spread(peerGenerate.map((s) => GENERATED / s))})`,
+          `generation samples (${spread(peerGenerate.map((s) => GENERATED / s))}); on two threads ` +
+          `${peerGenerate2.length} generation samples (${spread(peerGenerate2.map((s) => GENERATED / s))})`,
       );
     }
     console.log(`\nOn 1 and 2 kernel threads (llama.cpp on one thread; ratio = ours / llama.cpp)`);
@@ -445,6 +450,16 @@ if (!present) {
         perRow[0]
       }; ${wholeRows[0]} | | ${perRow[1]}; ${wholeRows[1]} | | |`,
     );
+    // llama.cpp on as many threads as ours, its generation taken before each of our two-thread samples
+    console.log(
+      `| llama.cpp generation on as many threads (tokens/s) | ${f(tg)} | | ${f(tg2)} | | ${r(tg2, tg)} |`,
+    );
+    const equal = (name: string, x: number[]) =>
+      console.log(
+        `| ${name}, ratio to llama.cpp on as many threads | ${r(x[0]!, tg)} | | ${r(x[1]!, tg2)} | | |`,
+      );
+    equal("generation, KV cache", ours(oursNext, 1));
+    equal("generation, tokens only, exact pruned head", ours(pruned, 1));
     const woken = wakeUps.map((w, i) => (w / (oursNext[i]!.length * GENERATED)).toFixed(2));
     console.log(
       `| generation, kernel worker wake-ups per token | ${woken[0]} | | ${woken[1]} | | |`,

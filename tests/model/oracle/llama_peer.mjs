@@ -1,11 +1,13 @@
-// llama.cpp as the benchmarks' peer, through node-llama-cpp@3.21.1 on the CPU with one thread, kept running
-// so that a benchmark can take the peer's figures between its own (interleaved, not one batch before them).
+// llama.cpp as the benchmarks' peer, through node-llama-cpp@3.21.1 on the CPU with one thread (and a second
+// context on two, for comparisons at equal thread counts), kept running so that a benchmark can take the
+// peer's figures between its own (interleaved, not one batch before them).
 // Usage: node llama_peer.mjs MODEL.gguf PROBES.json
 // Loads the model once, in llama.cpp's single-thread configuration that measured best here (its default F16
 // KV cache, batch 512, no flash attention; see peer_config below), runs one prompt and one generation to warm
 // up, prints {"ready": …} and then answers one JSON line per command line on stdin:
 //   prompt       → {"seconds": s}  one prefill of the probes' 64-token prompt (logits of its last token only)
 //   generate N   → {"seconds": s}  N greedy tokens after that prompt (the prompt itself not timed)
+//   generate N 2 → {"seconds": s}  the same on the two-thread context
 // and exits on end of input or "quit". The CPU variant of ggml that node-llama-cpp loaded (its prebuilt
 // binaries pick one for the CPU at run time) is reported in the ready line.
 import { readFileSync } from "node:fs";
@@ -32,6 +34,8 @@ if (prompt.length !== input.logits_tokens) {
 const peer_config = { contextSize: 512, batchSize: 512, threads: 1, flashAttention: false };
 const context = await model.createContext(peer_config);
 const sequence = context.getSequence();
+const context2 = await model.createContext({ ...peer_config, threads: 2 });
+const sequence2 = context2.getSequence();
 
 async function promptSeconds() {
   await sequence.clearHistory();
@@ -42,10 +46,10 @@ async function promptSeconds() {
 
 // Greedy decoding through llama.cpp's own loop (`evaluate`, temperature 0), timed from the first generated
 // token (the prompt's prefill and its token are not generation) to the n-th after it.
-async function generateSeconds(n) {
-  await sequence.clearHistory();
+async function generateSeconds(n, seq = sequence) {
+  await seq.clearHistory();
   let count = 0, t0 = 0;
-  for await (const _token of sequence.evaluate(prompt, { temperature: 0 })) {
+  for await (const _token of seq.evaluate(prompt, { temperature: 0 })) {
     if (count === 0) t0 = performance.now();
     if (++count > n) break;
   }
@@ -54,6 +58,7 @@ async function generateSeconds(n) {
 
 await promptSeconds();
 await generateSeconds(input.generate_tokens);
+await generateSeconds(input.generate_tokens, sequence2);
 const maps = readFileSync("/proc/self/maps", "utf8").match(/libggml-cpu-[a-z0-9]+\.so/);
 console.log(JSON.stringify({
   ready: {
@@ -65,17 +70,23 @@ console.log(JSON.stringify({
 }));
 
 for await (const line of createInterface({ input: process.stdin })) {
-  const [command, arg] = line.trim().split(/\s+/);
+  const [command, arg, threads, ...rest] = line.trim().split(/\s+/);
   if (command === "quit") break;
   try {
     if (command === "prompt") console.log(JSON.stringify({ seconds: await promptSeconds() }));
-    else if (command === "generate" && /^[1-9][0-9]{0,3}$/.test(arg ?? "")) {
-      console.log(JSON.stringify({ seconds: await generateSeconds(Number(arg)) }));
+    else if (
+      command === "generate" && /^[1-9][0-9]{0,3}$/.test(arg ?? "") &&
+      [undefined, "1", "2"].includes(threads) &&
+      rest.length === 0
+    ) {
+      const seconds = await generateSeconds(Number(arg), threads === "2" ? sequence2 : sequence);
+      console.log(JSON.stringify({ seconds }));
     } else console.log(JSON.stringify({ error: `Cannot run command: value is ${JSON.stringify(line)}` }));
   } catch (e) {
     console.log(JSON.stringify({ error: String(e?.message ?? e) }));
   }
 }
+await context2.dispose();
 await context.dispose();
 await model.dispose();
 await llama.dispose();

@@ -1,6 +1,6 @@
 /**
- * llama.cpp as a benchmark's peer, kept running beside the benchmark (`llama_peer.mjs` under Node, one thread,
- * warmed up), so that the peer's figures are taken between ours in the same run — each of our samples next
+ * llama.cpp as a benchmark's peer, kept running beside the benchmark (`llama_peer.mjs` under Node, one thread
+ * and a second context on two, warmed up), so that the peer's figures are taken between ours in the same run — each of our samples next
  * to one of its — rather than once before them. Needs Node ≥ 20 and node-llama-cpp (installed by `prepare`
  * into `.cache/llama_oracle`); without them `startLlamaPeer` says why. The peer never keeps the calling
  * process alive: it exits when that process closes its input (at `close` or at exit).
@@ -34,8 +34,8 @@ export interface LlamaPeer {
   readonly info: LlamaPeerInfo;
   /** Seconds for one prefill of the probes' prompt (`info.prompt_tokens` tokens). */
   prompt(): Promise<number>;
-  /** Seconds for `n` greedy tokens after that prompt (the prompt not timed). */
-  generate(n: number): Promise<number>;
+  /** Seconds for `n` greedy tokens after that prompt (the prompt not timed), on 1 (default) or 2 threads. */
+  generate(n: number, threads?: 1 | 2): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -103,7 +103,7 @@ export async function startLlamaPeer(
     peer: {
       info,
       prompt: () => ask("prompt"),
-      generate: (n) => ask(`generate ${n}`),
+      generate: (n, threads = 1) => ask(threads === 1 ? `generate ${n}` : `generate ${n} ${threads}`),
       async close() {
         await stdin.write(new TextEncoder().encode("quit\n")).catch(() => {});
         await stdin.close().catch(() => {});
