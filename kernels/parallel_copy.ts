@@ -21,8 +21,15 @@ import { isShared, runTasks, taskPoolDisabled } from "./task_pool.ts";
 import { allFinite } from "./tensor.ts";
 import { kernelMemory } from "./wasm/kernel_memory.ts";
 
-/** Below this many elements a copy stays one `set` on the calling thread (handing out tasks costs ~50 µs). */
-export const COPY_SPLIT_MIN = 1 << 16;
+/**
+ * Below this many elements (4 MiB) a copy stays one `set` on the calling thread. Handing out tasks costs a
+ * message to a task worker and, after it, waking the kernel workers that rest while task workers run
+ * (`restKernelWorkers`), more than half of a copy of a few MB saves: a SmolLM2 training step on two threads,
+ * whose weight gradients (up to 3.5 MB each) are copied into their files, took 2.90-3.03 s a step with
+ * copies split from 2^16 elements against 2.82-2.87 from 2^20 and 2.75-2.84 from 2^22 (interleaved in one
+ * process, December 2026); 2^20 keeps the larger copies (the embedding's gradient, 113 MB) on every thread.
+ */
+export const COPY_SPLIT_MIN = 1 << 20;
 /** About how many elements one copy task moves: a few per thread, so a late thread takes fewer. */
 export const COPY_TASK_ELEMENTS = 1 << 18;
 const MAX_COPY_TASKS = 64;

@@ -16,7 +16,7 @@ function bits(x: Float32Array): Uint32Array {
 }
 
 Deno.test("copyFloats: every bit copied and non-finite values found, on 1-3 threads, shared and plain", () => {
-  const n = 3 * COPY_TASK_ELEMENTS + 17; // several tasks and a ragged last one
+  const n = Math.max(COPY_SPLIT_MIN, 3 * COPY_TASK_ELEMENTS) + 17; // split: several tasks, a ragged last one
   const next = rng(9);
   const src = shared(n + 5).subarray(5); // a view with an offset
   src.set(uniform(next, n));
@@ -45,7 +45,7 @@ Deno.test("copyFloats: every bit copied and non-finite values found, on 1-3 thre
 
 Deno.test("matmulFinite gives matmul's bits and says whether every output is finite, on 1-3 threads", () => {
   const next = rng(3);
-  const M = 70, K = 33, N = 1200; // an output above the split threshold
+  const M = 70, K = 33, N = Math.ceil(COPY_SPLIT_MIN / M) + 3; // an output above the split threshold
   const a = uniform(next, M * K), b = uniform(next, K * N);
   const want = new Float32Array(M * N);
   matmulReference(a, b, want, M, K, N, "nn");
