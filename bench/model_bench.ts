@@ -9,10 +9,11 @@
  * (`tests/model/oracle/llama_peer.ts`) in its best single-thread configuration here (its default F16 KV
  * cache; its own greedy loop), and one of its samples is taken right before each of ours, so both see the
  * same machine at the same moment. A second llama.cpp context on two threads takes a generation sample before
- * each of our two-thread ones, for the rows at equal thread counts. The prompt and generation figures, ours and the peer's, are the medians of
- * their samples (the warm-up call included: one in six); the draft-and-verify and training-step rows stay the
- * best of their runs. The CPU build of ggml that node-llama-cpp chose (its prebuilt binaries pick one per CPU at run
- * time) is printed: it is the main reason the peer's figures differ between machines.
+ * each of our two-thread ones, for the rows at equal thread counts. The prompt and generation figures, ours
+ * and the peer's, are the medians of their samples (the warm-up call included: one in six); the
+ * draft-and-verify and training-step rows stay the best of their runs. The CPU build of ggml that
+ * node-llama-cpp chose (its prebuilt binaries pick one per CPU at run time) is printed: it is the main reason
+ * the peer's figures differ between machines.
  *
  * Prompt processing is the prompt's ids fed into a fresh KV cache in one `decode`, the head only for the last
  * position, as `deno task generate` does. Before December 2026 it was the training stage's forward, which also

@@ -1,7 +1,7 @@
 /**
  * llama.cpp as a benchmark's peer, kept running beside the benchmark (`llama_peer.mjs` under Node, one thread
- * and a second context on two, warmed up), so that the peer's figures are taken between ours in the same run — each of our samples next
- * to one of its — rather than once before them. Needs Node ≥ 20 and node-llama-cpp (installed by `prepare`
+ * and a second context on two, warmed up), so that the peer's figures are taken between ours in the same run
+ * — each of our samples next to one of its — rather than once before them. Needs Node ≥ 20 and node-llama-cpp (installed by `prepare`
  * into `.cache/llama_oracle`); without them `startLlamaPeer` says why. The peer never keeps the calling
  * process alive: it exits when that process closes its input (at `close` or at exit).
  *
