@@ -23,9 +23,10 @@
  *   `0x40000000 | q << 19`: the kernel moves the code's bits into a float's mantissa with integer and byte
  *   operations instead of converting it, and v·D + C = 16d + q·d + m − 16d is the same sum. It is taken
  *   only when every code rebuilds the affine form's float32 bit for bit (D and C exact, as a Q4_1 import's
- *   fp16 d and m make them). Record (`NIBBLE_RECORD_BYTES`): the 16 columns' D, their C (float32), then for
- *   each pair of k-steps 2i, 2i + 1 the 16 columns' codes, byte j = q(2i) | q(2i + 1) << 4 for column j.
- *   A token reads 40% fewer bytes than from affine panels, and decoding one is bound by those bytes.
+ *   fp16 d and m make them unless m is far below d's scale). Record (`NIBBLE_RECORD_BYTES`): the 16
+ *   columns' D, their C (float32), then for each pair of k-steps 2i, 2i + 1 the 16 columns' codes, byte j =
+ *   q(2i) | q(2i + 1) << 4 for column j. A token reads 40% fewer bytes than from affine panels, and decoding
+ *   one is bound by those bytes.
  *
  * Panel p holds columns 16p … 16p + 15; its block b of K / 32 is the record at (p·K/32 + b) records.
  *
